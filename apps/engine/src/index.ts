@@ -1,0 +1,2 @@
+/** @coffer/engine: public surface. */
+export {};

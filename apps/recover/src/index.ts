@@ -1,0 +1,2 @@
+/** @coffer/recover: public surface. */
+export {};

@@ -1,0 +1,2 @@
+/** @coffer/archive: public surface. */
+export {};

@@ -1,0 +1,2 @@
+/** @coffer/authz: public surface. */
+export {};

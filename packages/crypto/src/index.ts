@@ -1,0 +1,2 @@
+/** @coffer/crypto: public surface. */
+export {};

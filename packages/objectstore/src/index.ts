@@ -1,0 +1,2 @@
+/** @coffer/objectstore: public surface. */
+export {};

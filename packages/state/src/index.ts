@@ -1,0 +1,2 @@
+/** @coffer/state: public surface. */
+export {};

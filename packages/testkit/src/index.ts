@@ -1,0 +1,2 @@
+/** @coffer/testkit: public surface. */
+export {};
