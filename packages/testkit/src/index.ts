@@ -1,2 +1,8 @@
-/** @coffer/testkit: public surface. */
-export {};
+/**
+ * @coffer/testkit: private helpers that give tests real components on loopback (temporary
+ * directories, PostgreSQL, an S3-compatible store, Redis). A server comes from the settings file
+ * `.test-services/<name>.env` written by `scripts/services/<name>.sh start`; when that file is
+ * absent the helper tries to start the server itself. With CI=true a missing server is a test
+ * failure, never a skip.
+ */
+export { tempDir, repoRoot, readServiceEnv } from './tmp.ts';
