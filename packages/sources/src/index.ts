@@ -1,0 +1,2 @@
+/** @coffer/sources: public surface. */
+export {};
