@@ -1,0 +1,339 @@
+/**
+ * Public types of @coffer/archive (archive format 0.1). The JSON documents are described
+ * normatively in docs/archive-format.md; these interfaces mirror them field for field.
+ */
+import type { Digest, WrappedKey } from '@coffer/crypto';
+import type { ObjectStore } from '@coffer/objectstore';
+
+/** The archive format this package writes, and the only major.minor (0.1) it reads. */
+export const FORMAT_VERSION = '0.1.0';
+/** The `format` field of every archive JSON document. */
+export const FORMAT_NAME = 'coffer-archive';
+
+/** Metadata values are plain JSON scalars, so the index stays canonical-JSON friendly. */
+export type MetadataValue = string | number | boolean | null;
+
+/** Per-record metadata. Well-known keys are typed; any other scalar key is kept as is. */
+export interface RecordMetadata {
+  /** MIME type, e.g. `text/plain`. */
+  contentType?: string;
+  /** Absolute expiry (RFC 3339), e.g. a KV key's expiration. */
+  expiresAt?: string;
+  /** Remaining time to live in seconds at capture time. */
+  ttlSeconds?: number;
+  /** POSIX mode bits of a file. */
+  mode?: number;
+  /** Modification time (RFC 3339). */
+  mtime?: string;
+  [key: string]: MetadataValue | undefined;
+}
+
+/** What the run was taken from (stored in the signed manifest, so visible to a bucket reader). */
+export interface ArchiveSource {
+  /** Source connector type, e.g. `files`, `sqlite`, `redis`, `s3`. */
+  type: string;
+  /** The configured connection name of the source. */
+  binding?: string;
+  /** Key space / database / bucket. */
+  namespace?: string;
+  /** Human-readable origin, e.g. a path or URL without credentials. */
+  origin?: string;
+}
+
+/** One record handed to the writer. */
+export interface RecordInput {
+  /** Record name (non-empty, well-formed Unicode, at most 4096 UTF-8 bytes). Sealed in the index. */
+  name: string;
+  /** Defaults to the run's `source.type`. */
+  sourceType?: string;
+  /** Defaults to the run's `source.binding` (or ''). */
+  binding?: string;
+  /** Defaults to the run's `source.namespace` (or ''). */
+  namespace?: string;
+  metadata?: RecordMetadata;
+  /** Expected size; a mismatch is reported in the result (`sizeChanged`), never fatal. */
+  size?: number;
+  /** Record bytes: whole, or streamed (e.g. range reads of a large object). */
+  body: Uint8Array | AsyncIterable<Uint8Array>;
+}
+
+/** What `addRecord` returns once the record's bytes are all in the shard stream. */
+export interface RecordResult {
+  /** Position of the record in the run (0-based). */
+  seq: number;
+  name: string;
+  size: number;
+  sha384: Digest;
+  /** True when `size` was given and the body had another length (the record keeps the real length). */
+  sizeChanged: boolean;
+}
+
+/** After each shard is stored durably. */
+export interface ShardEvent {
+  index: number;
+  /** Stored object size (header + ciphertext + tag). */
+  size: number;
+  /** Plaintext bytes before compression. */
+  plainSize: number;
+  compression: 'none' | 'zstd';
+  /** Records completed so far. */
+  recordsDone: number;
+}
+
+export interface ArchiveRecipients {
+  /** Operational recipient public key (the engine holds the secret half). */
+  operational: Uint8Array;
+  /** Break-glass recipient public key (only the operator holds the secret half). */
+  breakGlass: Uint8Array;
+}
+
+export interface ArchiveWriterOptions {
+  /** Destination store (already scoped to the destination prefix). */
+  store: ObjectStore;
+  /** Job id: 1-128 chars of `[A-Za-z0-9._-]`, starting with a letter or digit. */
+  job: string;
+  /** Run id: same alphabet as `job`. */
+  runId: string;
+  prevRunId: string | null;
+  /** Hybrid signer secret key (from @coffer/crypto generateSigner). */
+  signerSecretKey: Uint8Array;
+  recipients: ArchiveRecipients;
+  source: ArchiveSource;
+  /** Plaintext bytes per shard; default 8 MiB, clamped to [64 KiB, 64 MiB]. */
+  shardSize?: number;
+  /** Compress shards with zstd when it pays (default true); false never compresses. */
+  compress?: boolean;
+  /** Called after each shard is stored; `exportCheckpoint()` then reflects that shard. */
+  onShard?: (event: ShardEvent) => void | Promise<void>;
+  /** Write `_RECOVERY/` (format pointer, signer public key, README) on finish; default true. */
+  writeRecovery?: boolean;
+  /** Clock for `startedAt` / `sealedAt`; default `() => new Date()`. */
+  now?: () => Date;
+}
+
+/** Options of `resumeArchiveWriter`; job, run, recipients and source come from the checkpoint. */
+export interface ResumeArchiveWriterOptions {
+  store: ObjectStore;
+  /** Must be the signer that sealed the checkpoint (a rotated signer cannot resume it). */
+  signerSecretKey: Uint8Array;
+  /** Operational secret key: the checkpoint is sealed to the operational public key. */
+  operationalSecretKey: Uint8Array;
+  onShard?: ArchiveWriterOptions['onShard'];
+  writeRecovery?: boolean;
+  now?: () => Date;
+}
+
+/** Where a resumed writer continues. The caller re-enumerates its records and skips `recordsDone`. */
+export interface ResumePoint {
+  job: string;
+  runId: string;
+  /** Records wholly inside finished shards; the caller feeds records from this position on. */
+  recordsDone: number;
+  /** Name of the last completed record (for the caller to check its enumeration lines up). */
+  lastRecordName: string | null;
+  /** Shards already stored (they are never rewritten). */
+  shardsDone: number;
+  /**
+   * Set when the checkpoint falls inside a record: the next `addRecord` must be this record again
+   * with its WHOLE body; the writer re-hashes the first `bytesDone` bytes without resealing them and
+   * refuses (ERR_ARCHIVE_RESUME_DIVERGENT) when they differ from what was sealed.
+   */
+  partial: { name: string; bytesDone: number } | null;
+}
+
+/** What `finish()` returns. */
+export interface RunSummary {
+  formatVersion: string;
+  job: string;
+  runId: string;
+  prevRunId: string | null;
+  /** Store key of the signed root manifest. */
+  manifestKey: string;
+  /** SHA-384 of the manifest.json bytes. */
+  manifestDigest: Digest;
+  signer: Digest;
+  records: number;
+  /** Plaintext bytes over all records. */
+  bytes: number;
+  shards: number;
+  /** Bytes stored: shards + index + manifest + signature. */
+  storedBytes: number;
+  startedAt: string;
+  sealedAt: string;
+}
+
+export interface ArchiveWriter {
+  readonly job: string;
+  readonly runId: string;
+  /**
+   * Appends one record (its bytes stream through bounded memory). Records are stored in call
+   * order; calls must not overlap. Throws ERR_ARCHIVE_SOURCE_READ (body failed; cause kept),
+   * ERR_ARCHIVE_DESTINATION (store failed), ERR_ARCHIVE_RESUME_DIVERGENT, ERR_ARCHIVE_SHARD_ID_OVERFLOW,
+   * ERR_ARCHIVE_INVALID_ARGUMENT, ERR_ARCHIVE_INVALID_STATE. After any throw the writer is failed;
+   * resume from the last checkpoint.
+   */
+  addRecord(record: RecordInput): Promise<RecordResult>;
+  /**
+   * Writer state as of the last stored shard, sealed to the operational key and signed by the
+   * signer. Finished shards are never rewritten by a resume.
+   */
+  exportCheckpoint(): Promise<Uint8Array>;
+  /**
+   * Seals the final shard, the record index and the signed manifest (and `_RECOVERY/`). Refuses to
+   * sign when a shard is missing from the store (ERR_ARCHIVE_TRUNCATED) or the shard list is
+   * misordered (ERR_ARCHIVE_SHARD_ID_OVERFLOW).
+   */
+  finish(): Promise<RunSummary>;
+  /** Stops the writer; stored shards stay so a checkpoint can still resume. */
+  abort(): Promise<void>;
+}
+
+/** One shard as listed in the manifest. */
+export interface ManifestShard {
+  /** Stored object size in bytes. */
+  size: number;
+  /** Plaintext bytes (before compression). */
+  plainSize: number;
+  compression: 'none' | 'zstd';
+  /** SHA-384 of the whole stored object. */
+  sha384: Digest;
+}
+
+/** A wrapped data key, labelled with its role. */
+export interface ManifestRecipient extends WrappedKey {
+  role: 'operational' | 'break-glass';
+}
+
+/** The root manifest document (manifest.json), exactly as signed. */
+export interface ManifestDocument {
+  format: typeof FORMAT_NAME;
+  formatVersion: string;
+  job: string;
+  runId: string;
+  prevRunId: string | null;
+  startedAt: string;
+  sealedAt: string;
+  source: ArchiveSource;
+  signer: { fingerprint: Digest; publicKey: string };
+  recipients: ManifestRecipient[];
+  shardSize: number;
+  shards: ManifestShard[];
+  index: { size: number; sha384: Digest; chunks: number };
+  totals: { records: number; bytes: number };
+}
+
+/** One record of the sealed index, as the reader returns it. */
+export interface IndexEntry {
+  seq: number;
+  name: string;
+  size: number;
+  sha384: Digest;
+  /** Shard holding the record's first byte. */
+  shard: number;
+  /** Offset of that byte in the shard's plaintext. */
+  offset: number;
+  sourceType: string;
+  binding: string;
+  namespace: string;
+  metadata: RecordMetadata;
+}
+
+/** A run found under `jobs/`. */
+export interface RunListing {
+  job: string;
+  runId: string;
+  manifestKey: string;
+  lastModified?: Date;
+}
+
+export interface ReadManifestOptions {
+  /** The job; when absent the run id is looked up under every job. */
+  job?: string;
+  runId: string;
+  /** Refuse a manifest signed by any other key (fingerprint `sha384:<hex>`). */
+  pinSigner?: string;
+  /** Trusted signer public key (the engine's own); refuse any other signer. */
+  signerPublicKey?: Uint8Array;
+}
+
+/** A manifest whose format version, signature and location were checked. */
+export interface VerifiedManifest {
+  key: string;
+  document: ManifestDocument;
+  digest: Digest;
+  /** Signer fingerprint. */
+  signer: Digest;
+  /** True when the signer was pinned (pinSigner) or supplied (signerPublicKey); false = trusted on first use. */
+  signerPinned: boolean;
+}
+
+export interface OpenRunOptions extends ReadManifestOptions {
+  /** Operational or break-glass recipient secret key. */
+  secretKey: Uint8Array;
+}
+
+export interface OpenedRun {
+  readonly manifest: VerifiedManifest;
+  /**
+   * The record index in write order. The whole index object is digest-checked against the signed
+   * manifest before the first entry is yielded. Throws ERR_ARCHIVE_INDEX_MISSING / _TAMPERED /
+   * _INCONSISTENT.
+   */
+  records(): AsyncIterable<IndexEntry>;
+  /**
+   * The record's plaintext, in pieces. Every piece comes from a shard whose digest and tag were
+   * verified; the record's SHA-384 is checked at the end and a mismatch throws
+   * ERR_ARCHIVE_RECORD_TAMPERED, so treat the bytes as final only once iteration ends without error.
+   * Reading records in index order decrypts each shard once.
+   */
+  readRecord(entry: IndexEntry): AsyncIterable<Uint8Array>;
+}
+
+export interface VerifyProgress {
+  shardsDone: number;
+  shards: number;
+  bytesDone: number;
+  bytes: number;
+}
+
+export interface VerifyRunOptions extends OpenRunOptions {
+  onProgress?: (progress: VerifyProgress) => void;
+}
+
+/** The checks `verifyRun` performed (counts are of verified items). */
+export interface VerifyChecks {
+  formatVersion: boolean;
+  signature: boolean;
+  signerPinned: boolean;
+  keyUnwrapped: boolean;
+  index: boolean;
+  shards: number;
+  records: number;
+  bytes: number;
+}
+
+export interface VerifyFailure {
+  code: string;
+  reason: string;
+  /** Store key of the object that failed, or null. */
+  object: string | null;
+  message: string;
+}
+
+export interface VerifyVerdict {
+  ok: boolean;
+  job: string | null;
+  runId: string;
+  checks: VerifyChecks;
+  failure?: VerifyFailure;
+}
+
+/** `_RECOVERY/FORMAT`. */
+export interface RecoveryPointer {
+  format: string;
+  formatVersion: string;
+  /** True when this reader implements the pointer's major.minor. */
+  supported: boolean;
+  layout: string;
+  signer: Digest | null;
+}
