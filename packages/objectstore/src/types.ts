@@ -1,0 +1,62 @@
+/**
+ * The ObjectStore interface every driver implements: put (streaming), get (whole or a byte range),
+ * head, list by prefix with pagination, delete. Keys are '/'-separated relative names (see
+ * `validateKey`); a driver never reads or writes outside its root (fs) or prefix (S3).
+ */
+
+/** What a store knows about one object. */
+export interface ObjectInfo {
+  key: string;
+  size: number;
+  etag?: string;
+  lastModified?: Date;
+}
+
+/** One page of a listing; `cursor` is absent on the last page. */
+export interface ListPage {
+  objects: ObjectInfo[];
+  cursor?: string;
+}
+
+/** An object body: bytes in memory, or a stream of chunks (consumed once, memory stays bounded). */
+export type Body = Uint8Array | AsyncIterable<Uint8Array>;
+
+export interface PutOptions {
+  /** Exact byte length of the body when known; a body of another length is refused. */
+  contentLength?: number;
+  /** `'*'`: create only; fails with ERR_OBJECTSTORE_PRECONDITION_FAILED when the key exists. */
+  ifNoneMatch?: '*';
+  contentType?: string;
+}
+
+/** A byte range, `end` inclusive as in HTTP Range; `end` past the object's end is clamped. */
+export interface ByteRange {
+  start: number;
+  end?: number;
+}
+
+export interface ListOptions {
+  /** Opaque cursor from the previous page. */
+  cursor?: string;
+  /** Most objects on one page (1..1000, default 1000). */
+  limit?: number;
+}
+
+export interface ObjectStore {
+  /** Where the store points, e.g. "fs:/data/dest" or "s3://bucket/prefix"; never credentials. */
+  readonly description: string;
+  /** Stores `body` under `key`; atomic on fs (readers see the old or the new object, never a part). */
+  put(key: string, body: Body, options?: PutOptions): Promise<{ etag?: string }>;
+  /** Reads the whole object or a range; ERR_OBJECTSTORE_NOT_FOUND when absent. */
+  get(key: string, range?: ByteRange): Promise<Uint8Array>;
+  /** Streams the object or a range; ERR_OBJECTSTORE_NOT_FOUND (thrown by the returned promise) when absent. */
+  getStream(key: string, range?: ByteRange): Promise<AsyncIterable<Uint8Array>>;
+  /** The object's metadata, or null when absent. */
+  head(key: string): Promise<ObjectInfo | null>;
+  /** One page of objects whose key starts with `prefix`, in lexicographic (UTF-8 byte) key order. */
+  list(prefix: string, options?: ListOptions): Promise<ListPage>;
+  /** Every object whose key starts with `prefix`, page by page, in key order. */
+  listAll(prefix: string): AsyncIterable<ObjectInfo>;
+  /** Removes the object; an absent key is not an error. */
+  delete(key: string): Promise<void>;
+}
