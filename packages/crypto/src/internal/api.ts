@@ -1,0 +1,199 @@
+/**
+ * The platform-bound half of the public API. Each entry point calls {@link bindPlatform} once with
+ * its platform (node:crypto or WebCrypto) and re-exports the result, so both builds expose the same
+ * functions with the same behaviour and only the bulk primitives differ.
+ */
+import { CryptoError } from '../errors.ts';
+import { checkBytes, fromBase64Url, toBase64Url } from './bytes.ts';
+import { type Digest, formatDigest, isDigest } from './digest.ts';
+import { fingerprint, recipientPublicKeyFromSecret } from './keys.ts';
+import type { Hasher, Platform } from './platform.ts';
+import { openWith, PURPOSE_SEAL, PURPOSE_WRAP_KEY, sealWith } from './seal.ts';
+import { signWith, verifyWith } from './signature.ts';
+
+/** AES-256-GCM key length. */
+export const AEAD_KEY_BYTES = 32;
+/** AES-256-GCM nonce length. */
+export const AEAD_NONCE_BYTES = 12;
+/** AES-256-GCM tag length (appended to the ciphertext). */
+export const AEAD_TAG_BYTES = 16;
+
+/** One data key sealed to one recipient: `recipient` is the fingerprint of its public key. */
+export interface WrappedKey {
+  recipient: Digest;
+  capsule: string;
+}
+
+function checkAeadArgs(key: Uint8Array, nonce: Uint8Array, data: Uint8Array, aad: Uint8Array): void {
+  checkBytes(key, 'AEAD key', AEAD_KEY_BYTES);
+  checkBytes(nonce, 'AEAD nonce', AEAD_NONCE_BYTES);
+  checkBytes(data, 'AEAD input');
+  checkBytes(aad, 'AEAD associated data');
+}
+
+/** The platform-bound functions of the public API. */
+export function bindPlatform(platform: Platform) {
+  return {
+    /** SHA-384 of `data` (48 bytes). Throws ERR_CRYPTO_MALFORMED when `data` is not a Uint8Array. */
+    sha384(data: Uint8Array): Uint8Array {
+      checkBytes(data, 'hash input');
+      return platform.sha384(data);
+    },
+
+    /** `sha384:<hex>` of `data`. Throws ERR_CRYPTO_MALFORMED when `data` is not a Uint8Array. */
+    sha384Digest(data: Uint8Array): Digest {
+      checkBytes(data, 'hash input');
+      return formatDigest(platform.sha384(data));
+    },
+
+    /** A streaming SHA-384 hasher (node:crypto on Node, @noble in browsers). */
+    createSha384(): Hasher {
+      return platform.createSha384();
+    },
+
+    /**
+     * AES-256-GCM encryption; returns ciphertext || 16-byte tag. Never reuse a (key, nonce) pair.
+     * Throws ERR_CRYPTO_MALFORMED for a key that is not 32 bytes or a nonce that is not 12.
+     */
+    async aeadEncrypt(
+      key: Uint8Array,
+      nonce: Uint8Array,
+      plaintext: Uint8Array,
+      aad: Uint8Array,
+    ): Promise<Uint8Array> {
+      checkAeadArgs(key, nonce, plaintext, aad);
+      try {
+        return await platform.aesGcmEncrypt(key, nonce, plaintext, aad);
+      } catch {
+        throw new CryptoError('ERR_CRYPTO_MALFORMED', 'AES-256-GCM encryption failed');
+      }
+    },
+
+    /**
+     * AES-256-GCM decryption of ciphertext || tag. Returns the plaintext only after the tag
+     * verifies. Throws ERR_CRYPTO_TAMPERED (bad tag, wrong key/nonce/aad, input shorter than the
+     * tag), ERR_CRYPTO_MALFORMED (bad key or nonce length).
+     */
+    async aeadDecrypt(
+      key: Uint8Array,
+      nonce: Uint8Array,
+      sealed: Uint8Array,
+      aad: Uint8Array,
+    ): Promise<Uint8Array> {
+      checkAeadArgs(key, nonce, sealed, aad);
+      if (sealed.length < AEAD_TAG_BYTES)
+        throw new CryptoError('ERR_CRYPTO_TAMPERED', 'AEAD input is shorter than its tag');
+      let out: Uint8Array | null;
+      try {
+        out = await platform.aesGcmDecrypt(key, nonce, sealed, aad);
+      } catch {
+        out = null;
+      }
+      if (out === null) throw new CryptoError('ERR_CRYPTO_TAMPERED', 'AEAD authentication failed');
+      return out;
+    },
+
+    /**
+     * Hybrid Ed25519 + ML-DSA-87 signature of `message` under `context` (see docs/crypto.md).
+     * Throws ERR_CRYPTO_MALFORMED / ERR_CRYPTO_UNSUPPORTED_VERSION / ERR_CRYPTO_WRONG_KIND for a bad
+     * secret key, ERR_CRYPTO_MALFORMED for a context that is not well-formed Unicode.
+     */
+    sign(secretKey: Uint8Array, message: Uint8Array, context: string): Uint8Array {
+      return signWith(platform, secretKey, message, context);
+    },
+
+    /**
+     * True only when both halves of `signature` verify over `message` and `context` against the two
+     * halves of `publicKey`. False for any bad, forged, truncated, swapped or stripped signature.
+     * Throws only for a malformed, unsupported-version or wrong-kind public key.
+     */
+    verify(publicKey: Uint8Array, message: Uint8Array, signature: Uint8Array, context: string): boolean {
+      return verifyWith(platform, publicKey, message, signature, context);
+    },
+
+    /**
+     * Like {@link verify} but throws ERR_CRYPTO_BAD_SIGNATURE instead of returning false.
+     */
+    assertSignature(
+      publicKey: Uint8Array,
+      message: Uint8Array,
+      signature: Uint8Array,
+      context: string,
+    ): void {
+      if (!verifyWith(platform, publicKey, message, signature, context)) {
+        throw new CryptoError('ERR_CRYPTO_BAD_SIGNATURE', 'signature does not verify');
+      }
+    },
+
+    /**
+     * Seals `plaintext` to one recipient; returns the capsule bytes (see docs/crypto.md).
+     * `aad` is authenticated, not stored: pass the same bytes to {@link open}.
+     * Throws ERR_CRYPTO_MALFORMED / ERR_CRYPTO_UNSUPPORTED_VERSION / ERR_CRYPTO_WRONG_KIND for a bad key.
+     */
+    seal(recipientPublicKey: Uint8Array, plaintext: Uint8Array, aad: Uint8Array): Promise<Uint8Array> {
+      return sealWith(platform, recipientPublicKey, plaintext, aad, PURPOSE_SEAL);
+    },
+
+    /**
+     * Opens a capsule made by {@link seal}; returns the plaintext only once it is authenticated.
+     * Throws ERR_CRYPTO_WRONG_KEY (sealed to another recipient), ERR_CRYPTO_TAMPERED (altered capsule
+     * or different aad), ERR_CRYPTO_UNSUPPORTED_VERSION, ERR_CRYPTO_MALFORMED, ERR_CRYPTO_WRONG_KIND.
+     */
+    open(recipientSecretKey: Uint8Array, capsule: Uint8Array, aad: Uint8Array): Promise<Uint8Array> {
+      return openWith(platform, recipientSecretKey, capsule, aad, PURPOSE_SEAL);
+    },
+
+    /**
+     * Wraps one data key to each recipient (duplicates removed), in the order given.
+     * Throws ERR_CRYPTO_MALFORMED for an empty data key or recipient list, or as {@link seal}.
+     */
+    async wrapKey(
+      dataKey: Uint8Array,
+      recipientPublicKeys: Uint8Array[],
+      aad: Uint8Array,
+    ): Promise<WrappedKey[]> {
+      checkBytes(dataKey, 'data key');
+      if (dataKey.length === 0) throw new CryptoError('ERR_CRYPTO_MALFORMED', 'data key is empty');
+      if (!Array.isArray(recipientPublicKeys) || recipientPublicKeys.length === 0) {
+        throw new CryptoError('ERR_CRYPTO_MALFORMED', 'wrapKey needs at least one recipient');
+      }
+      const out: WrappedKey[] = [];
+      const seen = new Set<string>();
+      for (const pk of recipientPublicKeys) {
+        const recipient = fingerprint(pk);
+        if (seen.has(recipient)) continue;
+        seen.add(recipient);
+        const capsule = await sealWith(platform, pk, dataKey, aad, PURPOSE_WRAP_KEY);
+        out.push({ recipient, capsule: toBase64Url(capsule) });
+      }
+      return out;
+    },
+
+    /**
+     * The data key from the entry of `wrapped` addressed to this secret key's public key.
+     * Throws ERR_CRYPTO_WRONG_KEY when no entry is for this key, ERR_CRYPTO_TAMPERED,
+     * ERR_CRYPTO_MALFORMED (bad entry or key), ERR_CRYPTO_UNSUPPORTED_VERSION, ERR_CRYPTO_WRONG_KIND.
+     */
+    async unwrapKey(
+      recipientSecretKey: Uint8Array,
+      wrapped: WrappedKey[],
+      aad: Uint8Array,
+    ): Promise<Uint8Array> {
+      if (!Array.isArray(wrapped))
+        throw new CryptoError('ERR_CRYPTO_MALFORMED', 'wrapped keys must be an array');
+      const mine = fingerprint(recipientPublicKeyFromSecret(recipientSecretKey));
+      const entry = wrapped.find((w) => w !== null && typeof w === 'object' && w.recipient === mine);
+      if (entry === undefined) {
+        for (const w of wrapped) {
+          if (w === null || typeof w !== 'object' || !isDigest(w.recipient)) {
+            throw new CryptoError('ERR_CRYPTO_MALFORMED', 'a wrapped key entry is malformed');
+          }
+        }
+        throw new CryptoError('ERR_CRYPTO_WRONG_KEY', 'no wrapped key is addressed to this recipient');
+      }
+      if (typeof entry.capsule !== 'string')
+        throw new CryptoError('ERR_CRYPTO_MALFORMED', 'wrapped key capsule must be text');
+      return openWith(platform, recipientSecretKey, fromBase64Url(entry.capsule), aad, PURPOSE_WRAP_KEY);
+    },
+  };
+}
