@@ -6,3 +6,4 @@
  * failure, never a skip.
  */
 export { tempDir, repoRoot, readServiceEnv } from './tmp.ts';
+export * from './s3.ts';
