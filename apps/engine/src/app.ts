@@ -1,0 +1,142 @@
+/**
+ * `buildApp(options)`: the engine's Fastify instance, kept apart from main.ts so that tests and
+ * the route-snapshot script build the same server without starting a process.
+ *
+ * Request path (ARCHITECTURE.md "Engine request path"): TLS-version check (426) -> hardening
+ * headers by family -> CORS (admin family, exact console origin) -> pre-auth routes ->
+ * authentication -> capability gate -> per-caller rate limit -> validation -> handler; every
+ * failure leaves through the replies plugin's error handler.
+ *
+ * Security-relevant settings made on purpose:
+ * - Ajv: `removeAdditional: false` (Fastify's default silently strips unknown properties; ours
+ *   refuse them where a schema says `additionalProperties: false`), `coerceTypes: false` (a JSON
+ *   body must carry the right types), `useDefaults: false` (defaults are applied in code where
+ *   they are documented);
+ * - request ids are generated here (random UUIDs); an inbound request-id header is ignored;
+ * - the logger redacts credentials in case a serializer ever includes headers;
+ * - with TLS configured the engine accepts TLS 1.0/1.1 handshakes ONLY so that it can answer them
+ *   with the specification's plaintext 426 (conventions.ts); no route ever runs over them.
+ */
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import { createAdminTokenChecker } from './auth/admin-token.ts';
+import { createPerimeterVerifier } from './auth/perimeter.ts';
+import type { EngineConfig } from './config.ts';
+import type { EngineContext } from './context.ts';
+import { type EngineKeys, loadKeys } from './keys.ts';
+import authPlugin from './plugins/auth.ts';
+import capabilityPlugin from './plugins/capability.ts';
+import conventions from './plugins/conventions.ts';
+import rateLimitPlugin, { type RateLimitOptions } from './plugins/rate-limit.ts';
+import replies from './plugins/replies.ts';
+import adminFamily from './routes/admin/index.ts';
+import rootRoutes from './routes/root/index.ts';
+import { openEngineState, type State } from './state/index.ts';
+
+export interface BuildAppOptions {
+  config: EngineConfig;
+  /** An already-open state store; by default one is opened from `config.database`. */
+  state?: State;
+  /** Keys already loaded; by default loaded (and created on first start) from the config. */
+  keys?: EngineKeys;
+  /** Fastify logger options, or false for none (default: pino at `config.logLevel` on stdout). */
+  logger?: FastifyServerOptions['logger'];
+  rateLimit?: RateLimitOptions;
+  /** Register @fastify/swagger so `app.swagger()` can produce the route snapshot. */
+  openapi?: boolean;
+  /**
+   * Test-only overrides, never read from the environment: the perimeter key-set URL (so a test
+   * can serve keys on loopback) and an extra CA trusted for that fetch.
+   */
+  testOnly?: { perimeterJwksUrl?: string; perimeterJwksCa?: string };
+}
+
+export const REDACT_PATHS = [
+  'req.headers.authorization',
+  'req.headers["perimeter-access-jwt-assertion"]',
+  'req.headers.cookie',
+  'headers.authorization',
+  'headers["perimeter-access-jwt-assertion"]',
+];
+
+function httpsOptions(config: EngineConfig) {
+  if (!config.tls) return undefined;
+  return {
+    cert: readFileSync(config.tls.certFile),
+    key: readFileSync(config.tls.keyFile),
+    // Let old clients finish the handshake so they can be told 426 (see the module comment);
+    // security level 0 because OpenSSL 3 refuses TLS 1.0/1.1 signature algorithms above it.
+    minVersion: 'TLSv1' as const,
+    ciphers: 'DEFAULT@SECLEVEL=0',
+  };
+}
+
+/** Builds the engine (not listening). Throws ConfigError / EngineError from key loading. */
+export async function buildApp(options: BuildAppOptions): Promise<FastifyInstance> {
+  const { config } = options;
+  const keys = options.keys ?? loadKeys(config);
+  const https = httpsOptions(config);
+  const logger = options.logger ?? {
+    level: config.logLevel,
+    redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+  };
+  const app = Fastify({
+    logger,
+    ...(https ? { https } : {}),
+    genReqId: () => randomUUID(),
+    requestIdHeader: false,
+    ajv: {
+      customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: false },
+    },
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+  }) as unknown as FastifyInstance;
+
+  const ownsState = options.state === undefined;
+  const state = options.state ?? (await openEngineState(config.database, config.dataDir));
+  if (ownsState) app.addHook('onClose', async () => state.close());
+
+  const context: EngineContext = {
+    config,
+    keys,
+    state,
+    adminToken: createAdminTokenChecker(config.adminToken, config.adminTokenDisabled),
+    startedAt: new Date(),
+  };
+  app.decorate('engine', context);
+  for (const warning of keys.warnings) app.log.warn({ keys: 'warning' }, warning);
+  if (keys.missing.length > 0) {
+    app.log.warn(
+      { missing: keys.missing },
+      'engine not fully configured: runs will not seal until these are set',
+    );
+  }
+
+  if (options.openapi) {
+    const swagger = (await import('@fastify/swagger')).default;
+    await app.register(swagger, {
+      openapi: { info: { title: 'Coffer engine', version: '0' } },
+    });
+  }
+
+  await app.register(conventions);
+  await app.register(replies);
+  await app.register(authPlugin, {
+    perimeter: config.perimeter
+      ? createPerimeterVerifier({
+          teamDomain: config.perimeter.teamDomain,
+          audience: config.perimeter.audience,
+          jwksUrl: options.testOnly?.perimeterJwksUrl,
+          jwksCa: options.testOnly?.perimeterJwksCa,
+        })
+      : undefined,
+    adminToken: context.adminToken,
+    state,
+  });
+  await app.register(capabilityPlugin);
+  await app.register(rateLimitPlugin, options.rateLimit ?? {});
+  await app.register(rootRoutes);
+  await app.register(adminFamily, { prefix: '/admin' });
+  return app;
+}

@@ -1,0 +1,242 @@
+/**
+ * Engine configuration from environment variables, with the specification's names verbatim
+ * (ADMIN_TOKEN, ADMIN_TOKEN_DISABLED, CONSOLE_ORIGIN, PERIMETER_ACCESS_TEAM_DOMAIN,
+ * PERIMETER_ACCESS_AUD, SCIM_BEARER_TOKEN, HARNESS_TEST_FAULTS) plus the engine's own ENGINE_*
+ * variables, HOST and PORT. Every variable is documented in docs/configuration.md.
+ *
+ * Security-relevant behaviour: a bad value throws ConfigError naming the variable (never echoing
+ * its value, which may be a secret); secrets are kept only in this object and never logged.
+ * Key material is read here as text only; decoding and checking its kind happens in keys.ts.
+ */
+import { readFileSync } from 'node:fs';
+import { delimiter, isAbsolute, join, resolve } from 'node:path';
+import { ConfigError } from './errors.ts';
+
+export type DatabaseConfig = { kind: 'sqlite'; file: string } | { kind: 'postgres'; url: string };
+
+/** A public key given as armoured text directly or as a path to a file holding it. */
+export interface KeyTextSource {
+  variable: string;
+  text: string;
+  /** Absolute path when the variable named a file. */
+  path?: string;
+}
+
+export interface EngineConfig {
+  host: string;
+  port: number;
+  dataDir: string;
+  database: DatabaseConfig;
+  /** The bare admin token (secret). Undefined when unset or empty. */
+  adminToken: string | undefined;
+  adminTokenDisabled: boolean;
+  consoleOrigin: string | undefined;
+  perimeter: { teamDomain: string; audience: string } | undefined;
+  scimBearerToken: string | undefined;
+  harnessTestFaults: boolean;
+  /** ENGINE_DEMO: enables `POST /admin/demo/reset` (demo installations only). */
+  demo: boolean;
+  restoreRoots: string[];
+  tls: { certFile: string; keyFile: string } | undefined;
+  signerKeyFile: string | undefined;
+  operationalKeyFile: string | undefined;
+  breakGlassPublicKey: KeyTextSource | undefined;
+  supportPublicKey: KeyTextSource | undefined;
+  logLevel: string;
+}
+
+type Env = Record<string, string | undefined>;
+
+const TRUE = new Set(['1', 'true', 'yes', 'on']);
+const FALSE = new Set(['0', 'false', 'no', 'off', '']);
+const LOG_LEVELS = new Set(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
+// A DNS host name: labels of letters, digits and hyphens, at least two labels.
+const HOST_NAME =
+  /^(?=.{1,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/i;
+/** Shortest admin token accepted: guessing must stay out of reach even without rate limits. */
+export const ADMIN_TOKEN_MIN_LENGTH = 16;
+
+function str(env: Env, name: string): string | undefined {
+  const v = env[name];
+  if (v === undefined) return undefined;
+  const t = v.trim();
+  return t === '' ? undefined : t;
+}
+
+function flag(env: Env, name: string): boolean {
+  const v = (env[name] ?? '').trim().toLowerCase();
+  if (TRUE.has(v)) return true;
+  if (FALSE.has(v)) return false;
+  throw new ConfigError(name, 'must be one of 1, true, yes, on, 0, false, no, off');
+}
+
+function port(env: Env): number {
+  const v = str(env, 'PORT');
+  if (v === undefined) return 8787;
+  if (!/^\d{1,5}$/.test(v) || Number(v) > 65535)
+    throw new ConfigError('PORT', 'must be an integer from 0 to 65535');
+  return Number(v);
+}
+
+function origin(env: Env): string | undefined {
+  const v = str(env, 'CONSOLE_ORIGIN');
+  if (v === undefined) return undefined;
+  let url: URL;
+  try {
+    url = new URL(v);
+  } catch {
+    throw new ConfigError('CONSOLE_ORIGIN', 'must be an origin such as https://console.example.com');
+  }
+  if ((url.protocol !== 'https:' && url.protocol !== 'http:') || url.origin !== v) {
+    throw new ConfigError(
+      'CONSOLE_ORIGIN',
+      'must be a bare http(s) origin (scheme, host and optional port; no path, no trailing slash)',
+    );
+  }
+  return v;
+}
+
+function perimeter(env: Env): EngineConfig['perimeter'] {
+  const domain = str(env, 'PERIMETER_ACCESS_TEAM_DOMAIN');
+  const aud = str(env, 'PERIMETER_ACCESS_AUD');
+  if (domain === undefined && aud === undefined) return undefined;
+  if (domain === undefined)
+    throw new ConfigError('PERIMETER_ACCESS_TEAM_DOMAIN', 'must be set with PERIMETER_ACCESS_AUD');
+  if (aud === undefined)
+    throw new ConfigError('PERIMETER_ACCESS_AUD', 'must be set with PERIMETER_ACCESS_TEAM_DOMAIN');
+  if (!HOST_NAME.test(domain)) {
+    throw new ConfigError(
+      'PERIMETER_ACCESS_TEAM_DOMAIN',
+      'must be a host name such as team.example.com (no scheme, port or path)',
+    );
+  }
+  return { teamDomain: domain.toLowerCase(), audience: aud };
+}
+
+function database(env: Env, dataDir: string): DatabaseConfig {
+  const v = str(env, 'ENGINE_DATABASE_URL');
+  if (v === undefined) return { kind: 'sqlite', file: join(dataDir, 'state.sqlite') };
+  if (/^postgres(ql)?:\/\//i.test(v)) {
+    try {
+      new URL(v);
+    } catch {
+      throw new ConfigError('ENGINE_DATABASE_URL', 'is not a valid postgres:// URL');
+    }
+    return { kind: 'postgres', url: v };
+  }
+  throw new ConfigError(
+    'ENGINE_DATABASE_URL',
+    'must be a postgres:// or postgresql:// URL (leave unset for SQLite)',
+  );
+}
+
+function readable(name: string, path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    throw new ConfigError(name, 'names a file that cannot be read');
+  }
+}
+
+function keyText(env: Env, name: string, cwd: string): KeyTextSource | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return undefined;
+  // Armoured key text spans lines or carries a BEGIN marker; anything else is a file path.
+  if (raw.includes('\n') || /BEGIN /.test(raw)) return { variable: name, text: raw };
+  const path = resolve(cwd, raw.trim());
+  return { variable: name, text: readable(name, path), path };
+}
+
+function optionalFile(env: Env, name: string, cwd: string): string | undefined {
+  const v = str(env, name);
+  if (v === undefined) return undefined;
+  const path = resolve(cwd, v);
+  readable(name, path);
+  return path;
+}
+
+function tls(env: Env, cwd: string): EngineConfig['tls'] {
+  const cert = optionalFile(env, 'ENGINE_TLS_CERT_FILE', cwd);
+  const key = optionalFile(env, 'ENGINE_TLS_KEY_FILE', cwd);
+  if (cert === undefined && key === undefined) return undefined;
+  if (cert === undefined)
+    throw new ConfigError('ENGINE_TLS_CERT_FILE', 'must be set with ENGINE_TLS_KEY_FILE');
+  if (key === undefined)
+    throw new ConfigError('ENGINE_TLS_KEY_FILE', 'must be set with ENGINE_TLS_CERT_FILE');
+  return { certFile: cert, keyFile: key };
+}
+
+function restoreRoots(env: Env, cwd: string): string[] {
+  const v = str(env, 'ENGINE_RESTORE_ROOTS');
+  if (v === undefined) return [];
+  const roots = v.split(delimiter).filter((p) => p.trim() !== '');
+  for (const r of roots) {
+    if (!isAbsolute(r.trim()))
+      throw new ConfigError('ENGINE_RESTORE_ROOTS', 'every entry must be an absolute path');
+  }
+  return roots.map((r) => resolve(cwd, r.trim()));
+}
+
+/**
+ * Reads the configuration from `env` (default: process.env). Relative paths resolve against
+ * `cwd` (default: process.cwd()). Returns the parsed configuration; throws ConfigError naming
+ * the first bad variable.
+ */
+export function loadConfig(env: Env = process.env, cwd: string = process.cwd()): EngineConfig {
+  const dataDir = resolve(cwd, str(env, 'ENGINE_DATA_DIR') ?? './.coffer');
+  const adminToken = str(env, 'ADMIN_TOKEN');
+  if (adminToken !== undefined && adminToken.length < ADMIN_TOKEN_MIN_LENGTH) {
+    throw new ConfigError('ADMIN_TOKEN', `must be at least ${ADMIN_TOKEN_MIN_LENGTH} characters long`);
+  }
+  const logLevel = (str(env, 'ENGINE_LOG_LEVEL') ?? 'info').toLowerCase();
+  if (!LOG_LEVELS.has(logLevel)) {
+    throw new ConfigError(
+      'ENGINE_LOG_LEVEL',
+      'must be one of fatal, error, warn, info, debug, trace, silent',
+    );
+  }
+  return {
+    host: str(env, 'HOST') ?? '127.0.0.1',
+    port: port(env),
+    dataDir,
+    database: database(env, dataDir),
+    adminToken,
+    adminTokenDisabled: flag(env, 'ADMIN_TOKEN_DISABLED'),
+    consoleOrigin: origin(env),
+    perimeter: perimeter(env),
+    scimBearerToken: str(env, 'SCIM_BEARER_TOKEN'),
+    harnessTestFaults: flag(env, 'HARNESS_TEST_FAULTS'),
+    demo: flag(env, 'ENGINE_DEMO'),
+    restoreRoots: restoreRoots(env, cwd),
+    tls: tls(env, cwd),
+    signerKeyFile: optionalFile(env, 'ENGINE_SIGNER_KEY_FILE', cwd),
+    operationalKeyFile: optionalFile(env, 'ENGINE_OPERATIONAL_KEY_FILE', cwd),
+    breakGlassPublicKey: keyText(env, 'ENGINE_BREAK_GLASS_PUBLIC_KEY', cwd),
+    supportPublicKey: keyText(env, 'ENGINE_SUPPORT_PUBLIC_KEY', cwd),
+    logLevel,
+  };
+}
+
+/** The variables loadConfig reads, in documentation order (docs/configuration.md lists each). */
+export const CONFIG_VARIABLES = [
+  'HOST',
+  'PORT',
+  'ENGINE_DATA_DIR',
+  'ENGINE_DATABASE_URL',
+  'ADMIN_TOKEN',
+  'ADMIN_TOKEN_DISABLED',
+  'CONSOLE_ORIGIN',
+  'PERIMETER_ACCESS_TEAM_DOMAIN',
+  'PERIMETER_ACCESS_AUD',
+  'SCIM_BEARER_TOKEN',
+  'HARNESS_TEST_FAULTS',
+  'ENGINE_DEMO',
+  'ENGINE_RESTORE_ROOTS',
+  'ENGINE_TLS_CERT_FILE',
+  'ENGINE_TLS_KEY_FILE',
+  'ENGINE_SIGNER_KEY_FILE',
+  'ENGINE_OPERATIONAL_KEY_FILE',
+  'ENGINE_BREAK_GLASS_PUBLIC_KEY',
+  'ENGINE_SUPPORT_PUBLIC_KEY',
+  'ENGINE_LOG_LEVEL',
+] as const;

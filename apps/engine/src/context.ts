@@ -1,0 +1,22 @@
+/**
+ * What every route can reach through `app.engine`: the configuration, the keys' presence, the
+ * state store, and the admin-token checker. Secrets stay inside; routes report presence only.
+ */
+import type { AdminTokenChecker } from './auth/admin-token.ts';
+import type { EngineConfig } from './config.ts';
+import type { EngineKeys } from './keys.ts';
+import type { State } from './state/index.ts';
+
+export interface EngineContext {
+  config: EngineConfig;
+  keys: EngineKeys;
+  state: State;
+  adminToken: AdminTokenChecker;
+  startedAt: Date;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    engine: EngineContext;
+  }
+}

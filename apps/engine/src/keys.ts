@@ -1,0 +1,185 @@
+/**
+ * The engine's keys at start-up (ARCHITECTURE.md "Keys"):
+ *
+ * 1. signer (hybrid Ed25519 + ML-DSA-87) and operational (hybrid X25519 + ML-KEM-1024) secret
+ *    keys: read from ENGINE_SIGNER_KEY_FILE / ENGINE_OPERATIONAL_KEY_FILE when set, otherwise from
+ *    `<data dir>/keys/`, where they are created on first start (armoured files, mode 0600, created
+ *    exclusively so two processes starting at once never overwrite each other's key);
+ * 2. the break-glass PUBLIC key only from ENGINE_BREAK_GLASS_PUBLIC_KEY (armoured text or the
+ *    `.pub` file written by `coffer-recover keygen`); a secret key given there is refused, because
+ *    the private half must never reach the engine;
+ * 3. the optional vendor support public key from ENGINE_SUPPORT_PUBLIC_KEY.
+ *
+ * Without a break-glass key the engine still serves its API, but `ready` is false and `missing`
+ * names the variable: runs refuse to seal (`engine not fully configured`), so no archive ever
+ * exists that only the engine's own disk could open.
+ */
+
+import { chmodSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  decodeKeyFile,
+  encodeKeyFile,
+  fingerprint,
+  generateRecipient,
+  generateSigner,
+  type KeyKind,
+  recipientPublicKeyFromSecret,
+  signerPublicKeyFromSecret,
+} from '@coffer/crypto';
+import type { EngineConfig, KeyTextSource } from './config.ts';
+import { ConfigError, EngineError } from './errors.ts';
+
+export interface SecretKeyHolder {
+  secretKey: Uint8Array;
+  publicKey: Uint8Array;
+  fingerprint: string;
+  file: string;
+  /** True when this start created the key. */
+  created: boolean;
+}
+
+export interface PublicKeyHolder {
+  publicKey: Uint8Array;
+  fingerprint: string;
+}
+
+export interface EngineKeys {
+  signer: SecretKeyHolder;
+  operational: SecretKeyHolder;
+  breakGlass: PublicKeyHolder | null;
+  support: PublicKeyHolder | null;
+  /** Variables whose absence keeps the engine from sealing runs. */
+  missing: string[];
+  /** True when every key a run needs is present. */
+  ready: boolean;
+  /** Non-fatal findings (for example a key file readable by others). */
+  warnings: string[];
+}
+
+function decodeAs(text: string, kind: KeyKind, variable: string, what: string): Uint8Array {
+  let decoded: { kind: KeyKind; key: Uint8Array };
+  try {
+    decoded = decodeKeyFile(text);
+  } catch {
+    throw new ConfigError(variable, `does not hold a readable ${what}`);
+  }
+  if (decoded.kind !== kind) {
+    if (kind === 'recipient-public' && decoded.kind === 'recipient-secret') {
+      throw new ConfigError(
+        variable,
+        'holds a SECRET key; give the public half (the .pub file), never the secret',
+      );
+    }
+    throw new ConfigError(variable, `must hold a ${what}`);
+  }
+  return decoded.key;
+}
+
+function secretFromFile(
+  path: string,
+  kind: 'signer-secret' | 'recipient-secret',
+  variable: string,
+  warnings: string[],
+): Uint8Array {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+    if ((statSync(path).mode & 0o077) !== 0)
+      warnings.push(`${variable}: key file is readable by group or others`);
+  } catch {
+    throw new ConfigError(variable, 'names a key file that cannot be read');
+  }
+  return decodeAs(
+    text,
+    kind,
+    variable,
+    kind === 'signer-secret' ? 'signer secret key' : 'recipient secret key',
+  );
+}
+
+function createExclusive(path: string, text: string): boolean {
+  try {
+    writeFileSync(path, text, { mode: 0o600, flag: 'wx' });
+    chmodSync(path, 0o600);
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw new EngineError('ERR_ENGINE_KEYS', 'cannot create a key file in the data directory', {
+      cause: err,
+    });
+  }
+}
+
+function engineSecret(
+  explicit: string | undefined,
+  variable: string,
+  defaultPath: string,
+  kind: 'signer-secret' | 'recipient-secret',
+  warnings: string[],
+): SecretKeyHolder {
+  const toPublic = kind === 'signer-secret' ? signerPublicKeyFromSecret : recipientPublicKeyFromSecret;
+  const path = explicit ?? defaultPath;
+  let created = false;
+  if (explicit === undefined) {
+    let exists = true;
+    try {
+      statSync(path);
+    } catch {
+      exists = false;
+    }
+    if (!exists) {
+      const pair = kind === 'signer-secret' ? generateSigner() : generateRecipient();
+      created = createExclusive(path, encodeKeyFile(kind, pair.secretKey));
+    }
+  }
+  const secretKey = secretFromFile(
+    path,
+    kind,
+    explicit === undefined ? 'ENGINE_DATA_DIR' : variable,
+    warnings,
+  );
+  const publicKey = toPublic(secretKey);
+  return { secretKey, publicKey, fingerprint: fingerprint(publicKey), file: path, created };
+}
+
+function publicKey(source: KeyTextSource | undefined, what: string): PublicKeyHolder | null {
+  if (!source) return null;
+  const key = decodeAs(source.text, 'recipient-public', source.variable, what);
+  return { publicKey: key, fingerprint: fingerprint(key) };
+}
+
+/**
+ * Loads (and on first start creates) the engine's keys. Returns them with what is missing;
+ * throws ConfigError naming the variable for an unreadable or wrong-kind key, EngineError
+ * ERR_ENGINE_KEYS when the data directory cannot hold a new key.
+ */
+export function loadKeys(config: EngineConfig): EngineKeys {
+  const warnings: string[] = [];
+  const dir = join(config.dataDir, 'keys');
+  try {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+  } catch (err) {
+    throw new EngineError('ERR_ENGINE_KEYS', 'cannot create the key directory in the data directory', {
+      cause: err,
+    });
+  }
+  const signer = engineSecret(
+    config.signerKeyFile,
+    'ENGINE_SIGNER_KEY_FILE',
+    join(dir, 'signer.key'),
+    'signer-secret',
+    warnings,
+  );
+  const operational = engineSecret(
+    config.operationalKeyFile,
+    'ENGINE_OPERATIONAL_KEY_FILE',
+    join(dir, 'operational.key'),
+    'recipient-secret',
+    warnings,
+  );
+  const breakGlass = publicKey(config.breakGlassPublicKey, 'break-glass public key');
+  const support = publicKey(config.supportPublicKey, 'support public key');
+  const missing = breakGlass ? [] : ['ENGINE_BREAK_GLASS_PUBLIC_KEY'];
+  return { signer, operational, breakGlass, support, missing, ready: missing.length === 0, warnings };
+}

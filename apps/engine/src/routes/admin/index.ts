@@ -1,0 +1,65 @@
+/**
+ * The `/admin/*` family: CORS for the configured console origin only, the pre-authentication
+ * routes, then the authenticated scope (authentication as the scope's first onRequest hook, then
+ * each route's capability gate and rate limit). Unknown admin paths: the pre-auth prefixes
+ * (`/admin/auth/`, `/admin/oidc/`, `/admin/saml/`) and the test-only and demo prefixes answer a
+ * plain 404 before authentication; any other unknown path is authenticated first (so the route
+ * table is not disclosed to anonymous probes) and then answered the same plain 404.
+ * PUT, PATCH and DELETE are never routes here, so they fall into the same 404.
+ */
+import cors from '@fastify/cors';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { sendNotFound } from '../../plugins/replies.ts';
+import healthRoute from './health.ts';
+import identityRoutes from './identity.ts';
+import jobsRoutes from './jobs/index.ts';
+import statusRoutes from './status.ts';
+
+export const CORS_METHODS = ['GET', 'POST', 'OPTIONS'];
+export const CORS_ALLOWED_HEADERS = [
+  'authorization',
+  'content-type',
+  'perimeter-access-jwt-assertion',
+  'x-engine-csrf',
+  'x-engine-stepup',
+];
+const PRE_AUTH_PREFIXES = [
+  '/admin/auth/',
+  '/admin/oidc/',
+  '/admin/saml/',
+  '/admin/test-fault/',
+  '/admin/demo/',
+];
+
+export default async function adminFamily(app: FastifyInstance): Promise<void> {
+  const consoleOrigin = app.engine.config.consoleOrigin;
+  await app.register(cors, {
+    // Exact match only; no wildcard, no pattern, nothing when CONSOLE_ORIGIN is unset.
+    origin: (origin, cb) => cb(null, consoleOrigin !== undefined && origin === consoleOrigin),
+    methods: CORS_METHODS,
+    allowedHeaders: CORS_ALLOWED_HEADERS,
+    credentials: true,
+    maxAge: 600,
+    strictPreflight: true,
+    hideOptionsRoute: true,
+  });
+
+  await app.register(healthRoute);
+
+  await app.register(async (authed) => {
+    authed.addHook('onRequest', authed.authenticate);
+    await authed.register(identityRoutes);
+    await authed.register(statusRoutes);
+    await authed.register(jobsRoutes);
+  });
+
+  app.setNotFoundHandler(async (request: FastifyRequest, reply: FastifyReply) => {
+    const path = request.url.split('?')[0] ?? '';
+    if (request.method === 'OPTIONS' || PRE_AUTH_PREFIXES.some((p) => path.startsWith(p))) {
+      return sendNotFound(reply);
+    }
+    await app.authenticate(request, reply);
+    if (reply.sent) return reply;
+    return sendNotFound(reply);
+  });
+}

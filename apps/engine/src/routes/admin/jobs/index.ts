@@ -1,0 +1,206 @@
+/**
+ * The jobs routes (specification "Jobs and runs"): `GET /admin/jobs` (any authenticated caller),
+ * `POST /admin/jobs` (`job.write`, whole-object upsert with `ifMatchRev`), `POST /admin/jobs/bulk`
+ * (`job.write`, continue-on-error, index-aligned outcomes, at most MAX_BATCH items or the whole
+ * batch is refused with `maxBatch`) and `POST /admin/jobs/delete` (`job.delete`, `deletedRev`).
+ *
+ * Every POST runs: authentication -> capability gate -> per-caller rate limit -> validation ->
+ * handler. The precondition is decided inside the store's transaction (preconditions.ts), and a
+ * change of the restore-test cadence additionally needs `scheduledtest.config`, re-checked there
+ * against the stored value so that a concurrent write cannot slip a cadence change past it.
+ */
+import { can, forbiddenBody } from '@coffer/authz';
+import { isStateError, type JobRecord, type State } from '@coffer/state';
+import type { FastifyInstance } from 'fastify';
+import { Compile } from 'typebox/compile';
+import type { EngineCaller } from '../../../plugins/auth.ts';
+import { ifMatchRevOf, refusalBody } from './preconditions.ts';
+import { BulkBody, DeleteBody, type JobConfig, MAX_BATCH, normaliseJob, UpsertBody } from './schema.ts';
+
+type UpsertResult =
+  | { status: 200; body: { ok: true; id: string; configRev: number; created: boolean; job: JobConfig } }
+  | { status: 403; body: ReturnType<typeof forbiddenBody> }
+  | { status: 409; body: ReturnType<typeof refusalBody> };
+
+function jobRow(job: JobRecord) {
+  const enabled = job.config.enabled !== false;
+  return { ...job.config, id: job.id, configRev: job.configRev, state: { paused: !enabled, lastRun: null } };
+}
+
+const cadenceOf = (config: Record<string, unknown> | undefined): number | null =>
+  (config?.restoreTestCadenceSeconds as number | null | undefined) ?? null;
+
+/**
+ * One upsert. A caller without `scheduledtest.config` may write a job only when the write leaves
+ * the restore-test cadence as stored; that comparison is pinned to the revision it was made
+ * against (the write carries that revision as its precondition, retried a few times if another
+ * writer moves the job meanwhile), so a concurrent change cannot be overwritten unchecked.
+ */
+async function upsert(state: State, caller: EngineCaller, body: UpsertBody): Promise<UpsertResult> {
+  const sent = ifMatchRevOf(body);
+  const job = normaliseJob(body);
+  const config = job as unknown as { id: string } & Record<string, unknown>;
+  const mayChangeCadence = can(caller.authz, 'scheduledtest.config');
+  try {
+    for (let attempt = 0; ; attempt++) {
+      let ifMatchRev = sent;
+      if (!mayChangeCadence) {
+        const current = await state.jobs.get(job.id);
+        if (cadenceOf(current?.config) !== job.restoreTestCadenceSeconds) {
+          return { status: 403, body: forbiddenBody('scheduledtest.config', caller.authz) };
+        }
+        // Pin the comparison: with no precondition of its own the write must meet the revision read.
+        if (sent === undefined && current) ifMatchRev = current.configRev;
+      }
+      try {
+        const result = await state.jobs.upsert(config, { ifMatchRev });
+        return {
+          status: 200,
+          body: {
+            ok: true,
+            id: job.id,
+            configRev: result.job.configRev,
+            created: result.outcome === 'created' || result.outcome === 'recreated',
+            job,
+          },
+        };
+      } catch (err) {
+        const pinnedRetry = sent === undefined && ifMatchRev !== undefined && attempt < 3;
+        if (pinnedRetry && isStateError(err, 'ERR_STATE_PRECONDITION')) continue;
+        throw err;
+      }
+    }
+  } catch (err) {
+    if (isStateError(err, 'ERR_STATE_PRECONDITION') && err.precondition) {
+      return { status: 409, body: refusalBody({ ...err.precondition, yourRev: sent ?? null }) };
+    }
+    throw err;
+  }
+}
+
+const checkItem = Compile(UpsertBody);
+
+function itemError(item: unknown): string | null {
+  if (checkItem.Check(item)) return null;
+  const first = checkItem.Errors(item)[0];
+  if (!first) return 'invalid job';
+  const at = first.instancePath || '';
+  if (first.keyword === 'additionalProperties') return `job${at} has an unknown property`;
+  return `job${at} ${first.message}`;
+}
+
+export default async function jobsRoutes(app: FastifyInstance): Promise<void> {
+  const writeGate = [app.requireCapability('job.write'), app.rateLimitCaller];
+
+  app.get(
+    '/jobs',
+    {
+      schema: {
+        summary: 'List jobs with their state and configRev',
+        operationId: 'listJobs',
+        tags: ['admin', 'jobs'],
+      },
+    },
+    async () => {
+      const jobs = await app.engine.state.jobs.list();
+      return { jobs: jobs.map(jobRow) };
+    },
+  );
+
+  app.post<{ Body: UpsertBody }>(
+    '/jobs',
+    {
+      onRequest: writeGate,
+      config: { capability: 'job.write' },
+      schema: {
+        summary: 'Create or replace a job (whole object; optional ifMatchRev)',
+        operationId: 'upsertJob',
+        tags: ['admin', 'jobs'],
+        body: UpsertBody,
+      },
+    },
+    async (request, reply) => {
+      const result = await upsert(app.engine.state, request.caller!, request.body);
+      return reply.code(result.status).send(result.body);
+    },
+  );
+
+  app.post<{ Body: BulkBody }>(
+    '/jobs/bulk',
+    {
+      onRequest: writeGate,
+      config: { capability: 'job.write' },
+      bodyLimit: 4 * 1024 * 1024,
+      schema: {
+        summary: 'Upsert many jobs (continue-on-error, index-aligned outcomes)',
+        operationId: 'bulkUpsertJobs',
+        tags: ['admin', 'jobs'],
+        body: BulkBody,
+      },
+    },
+    async (request, reply) => {
+      const items = request.body.jobs as unknown[];
+      if (items.length > MAX_BATCH) {
+        return reply
+          .code(400)
+          .send({ error: `batch too large (at most ${MAX_BATCH} jobs)`, maxBatch: MAX_BATCH });
+      }
+      const outcomes: unknown[] = [];
+      for (const [index, item] of items.entries()) {
+        const id = typeof (item as { id?: unknown }).id === 'string' ? (item as { id: string }).id : null;
+        const invalid = itemError(item);
+        if (invalid) {
+          outcomes.push({ index, id, outcome: 'error', error: invalid });
+          continue;
+        }
+        try {
+          const result = await upsert(app.engine.state, request.caller!, item as UpsertBody);
+          if (result.status === 200) {
+            outcomes.push({
+              index,
+              id,
+              outcome: 'applied',
+              configRev: result.body.configRev,
+              created: result.body.created,
+            });
+          } else if (result.status === 409) {
+            outcomes.push({ index, id, outcome: 'error', ...result.body });
+          } else {
+            outcomes.push({ index, id, outcome: 'error', ...result.body });
+          }
+        } catch (err) {
+          request.log.error({ index, fault: (err as { code?: string }).code ?? 'error' }, 'bulk item failed');
+          outcomes.push({ index, id, outcome: 'error', error: 'internal error' });
+        }
+      }
+      const applied = outcomes.filter((o) => (o as { outcome: string }).outcome === 'applied').length;
+      return { ok: applied === items.length, applied, failed: items.length - applied, outcomes };
+    },
+  );
+
+  app.post<{ Body: DeleteBody }>(
+    '/jobs/delete',
+    {
+      onRequest: [app.requireCapability('job.delete'), app.rateLimitCaller],
+      config: { capability: 'job.delete' },
+      schema: {
+        summary: 'Delete a job (optional ifMatchRev; null refused); archives are kept',
+        operationId: 'deleteJob',
+        tags: ['admin', 'jobs'],
+        body: DeleteBody,
+      },
+    },
+    async (request, reply) => {
+      const ifMatchRev = ifMatchRevOf(request.body);
+      try {
+        const result = await app.engine.state.jobs.delete(request.body.id, { ifMatchRev });
+        return { ok: true, id: result.id, deletedRev: result.deletedRev };
+      } catch (err) {
+        if (isStateError(err, 'ERR_STATE_PRECONDITION') && err.precondition) {
+          return reply.code(409).send(refusalBody({ ...err.precondition, yourRev: ifMatchRev ?? null }));
+        }
+        throw err;
+      }
+    },
+  );
+}
