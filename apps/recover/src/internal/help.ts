@@ -1,0 +1,89 @@
+/** Help text for `coffer-recover help [command]` (kept in step with README.md by hand). */
+
+const STORE = `  --from DIR|s3://BUCKET/PREFIX  where the archives are: a local copy of the bucket
+                                 (the destination prefix's contents) or the bucket itself
+  --endpoint URL                 S3-compatible endpoint (R2, MinIO, Ceph, Garage ...)
+  --region NAME                  S3 region (default: AWS_REGION or us-east-1)
+  --path-style                   path-style S3 addressing (most self-hosted servers)
+  S3 credentials come from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY only, never argv.`;
+
+const COMMON = `  --json                         one JSON document on stdout (errors too)
+  --no-progress                  no progress bar (it is drawn only on a terminal anyway)`;
+
+const TOPICS: Record<string, string> = {
+  keygen: `coffer-recover keygen --out FILE
+
+Makes a break-glass key pair. Writes the secret key to FILE (mode 0600) and the public key to
+FILE.pub, and prints the public key's fingerprint (the only line on stdout). Refuses to replace
+an existing FILE or FILE.pub. Give the engine FILE.pub; keep FILE offline.
+
+${COMMON}
+`,
+  inspect: `coffer-recover inspect --from WHERE [--job JOB] [--run ID [--key FILE]] [--pin-signer FP]
+
+Lists jobs and their runs: run ids, format versions, signer fingerprints, sizes, times. Needs no
+key. With --run, shows that run's manifest; with --run and --key, also its records.
+
+${STORE}
+  --job JOB                      only this job
+  --run ID                       only this run, in detail
+  --key FILE                     secret key (break-glass or operational; - reads stdin)
+  --pin-signer sha384:HEX        refuse runs signed by any other key
+${COMMON}
+`,
+  verify: `coffer-recover verify --from WHERE --run ID [--key FILE] [--pin-signer FP] [--job JOB]
+
+Reads the whole run back and checks everything: format version, signature (and pin), every shard's
+hash, the index, and with --key every shard's decryption and every record's SHA-384. Exits 0 only
+if every check passed, 3 naming the first object that failed.
+
+${STORE}
+  --run ID                       the run to verify
+  --job JOB                      the job, if the run id is ambiguous
+  --key FILE                     secret key (break-glass or operational; - reads stdin)
+  --pin-signer sha384:HEX        refuse runs signed by any other key (exit 8)
+${COMMON}
+`,
+  extract: `coffer-recover extract --from WHERE --run ID --key FILE --to DIR
+                       [--include PREFIX]... [--exclude PREFIX]... [--record NAME]... [--force]
+
+Writes the run's records under DIR, each checked against its SHA-384 before it is put in place.
+Record names never leave DIR: unsafe characters and segments are percent-encoded (README.md,
+"Extraction paths"). Existing files are never replaced without --force (exit 7), and a symlink
+inside DIR is never followed.
+
+${STORE}
+  --run ID                       the run to extract
+  --job JOB                      the job, if the run id is ambiguous
+  --key FILE                     secret key (break-glass or operational; - reads stdin)
+  --to DIR                       target directory (created if missing)
+  --include PREFIX               only records whose name starts with PREFIX (repeatable)
+  --exclude PREFIX               skip records whose name starts with PREFIX (repeatable)
+  --record NAME                  exactly this record (repeatable; not with include/exclude)
+  --force                        replace existing files (never follows symlinks)
+  --pin-signer sha384:HEX        refuse runs signed by any other key (exit 8)
+${COMMON}
+`,
+};
+
+const OVERVIEW = `coffer-recover: offline recovery for Coffer archives (no engine needed)
+
+Usage: coffer-recover <command> [options]
+
+Commands:
+  keygen   --out FILE                         make a break-glass key pair
+  inspect  --from WHERE                       list jobs, runs, versions, signers, sizes
+  verify   --from WHERE --run ID [--key FILE] read a run back and check everything
+  extract  --from WHERE --run ID --key FILE --to DIR   write a run's records out
+  help [command]                              this text, or a command's
+  version                                     print the version
+
+Exit codes: 0 ok, 1 failure, 2 usage, 3 verification failed, 4 key problem, 5 not found,
+6 unsupported format version, 7 refused to write, 8 signer not pinned, 9 store unreachable,
+130 interrupted.
+`;
+
+/** The help text for `topic` (a command name) or the overview. */
+export function helpText(topic: string | undefined): string {
+  return (topic !== undefined && TOPICS[topic]) || OVERVIEW;
+}

@@ -1,0 +1,193 @@
+/**
+ * `coffer-recover verify --run ID [--key FILE]`: reads a whole run back and checks everything.
+ *
+ * With --key (break-glass or operational secret key) it runs @coffer/archive's verifyRun: format
+ * version, hybrid signature (and --pin-signer), key unwrap, index digest, every shard's digest and
+ * AEAD tag, the index against the shards, every record's plaintext SHA-384. Without --key it checks
+ * what needs no key: format version, signature (and pin), and every stored object's size and
+ * SHA-384 against the signed manifest; the output says that records were not decrypted.
+ * Exit 0 only if every check performed passed; otherwise the exit code of the first failure (3 for
+ * a tampered or missing object, 4 key, 6 format version, 8 signer not pinned), naming its object.
+ */
+import { verifyRun as archiveVerify, layout, readRunManifest, type VerifyVerdict } from '@coffer/archive';
+import { createSha384, type Digest, formatDigest } from '@coffer/crypto';
+import type { ObjectStore } from '@coffer/objectstore';
+import { RecoverError } from '../errors.ts';
+import { EXIT } from '../exit-codes.ts';
+import type { Command, GlobalOptions } from './args.ts';
+import { loadSecretKey } from './key-file.ts';
+import type { Io, Reporter } from './output.ts';
+import { progressFor } from './progress.ts';
+import { size, summariseVerified } from './runs.ts';
+import { openSource } from './store.ts';
+import { mapCode, toRecoverError } from './translate.ts';
+
+type VerifyCommand = Extract<Command, { name: 'verify' }> & GlobalOptions;
+
+function interrupted(): RecoverError {
+  return new RecoverError('ERR_RECOVER_INTERRUPTED', 'interrupted; verification incomplete');
+}
+
+/** Runs verify; returns the exit code (0 only when every check passed) or throws RecoverError. */
+export async function verifyRun(cmd: VerifyCommand, report: Reporter, io: Io): Promise<number> {
+  const store = openSource(cmd.store, io.env);
+  const runLabel = `run ${cmd.run}`;
+  const progress = progressFor(io, 'verify', cmd);
+  if (cmd.key === undefined) return verifyWithoutKey(store, cmd, report, io, runLabel);
+
+  const key = await loadSecretKey(cmd.key, io, report);
+  let verdict: VerifyVerdict;
+  try {
+    verdict = await archiveVerify(store, {
+      runId: cmd.run,
+      ...(cmd.job !== undefined ? { job: cmd.job } : {}),
+      ...(cmd.pinSigner !== undefined ? { pinSigner: cmd.pinSigner } : {}),
+      secretKey: key.secretKey,
+      onProgress: (p) => {
+        if (io.signal?.aborted) throw interrupted();
+        progress.update(p.bytesDone, p.bytes, `shard ${p.shardsDone}/${p.shards}`);
+      },
+    });
+  } catch (e) {
+    throw toRecoverError(e, runLabel);
+  } finally {
+    progress.done();
+    key.secretKey.fill(0);
+  }
+  if (io.signal?.aborted) throw interrupted();
+  if (!verdict.ok) {
+    const f = verdict.failure;
+    const code = (f && mapCode(f.code)) ?? 'ERR_RECOVER_VERIFY_FAILED';
+    const object = f?.object ?? undefined;
+    let message = f?.message ?? 'verification failed';
+    if (object && !message.includes(object)) message = `${object}: ${message}`;
+    const err = new RecoverError(code, `${runLabel}: ${message}`, {
+      ...(object ? { object } : {}),
+      ...(f ? { causeCode: f.code } : {}),
+    });
+    report.fail(err, { verdict });
+    return err.exitCode;
+  }
+  const c = verdict.checks;
+  if (!c.signerPinned) {
+    report.note('the signer was not pinned; pass --pin-signer with the fingerprint you trust to require it');
+  }
+  report.result({ mode: 'full', verdict }, [
+    `${runLabel} (job ${verdict.job ?? '?'}): ok`,
+    `  format version, signature${c.signerPinned ? ' (pinned signer)' : ''}, key unwrap and index verified`,
+    `  ${c.shards} shards, ${c.records} records, ${size(c.bytes)} read back and matched their SHA-384`,
+  ]);
+  return EXIT.OK;
+}
+
+/** Key-free verification: manifest (version, signature, pin) and every stored object's digest. */
+async function verifyWithoutKey(
+  store: ObjectStore,
+  cmd: VerifyCommand,
+  report: Reporter,
+  io: Io,
+  runLabel: string,
+): Promise<number> {
+  const progress = progressFor(io, 'verify', cmd);
+  try {
+    const manifest = await readRunManifest(store, {
+      runId: cmd.run,
+      ...(cmd.job !== undefined ? { job: cmd.job } : {}),
+      ...(cmd.pinSigner !== undefined ? { pinSigner: cmd.pinSigner } : {}),
+    }).catch((e: unknown) => {
+      throw toRecoverError(e, runLabel);
+    });
+    const doc = manifest.document;
+    const objects: { key: string; size: number; sha384: Digest; what: string }[] = doc.shards.map((s, i) => ({
+      key: layout.shard(doc.job, doc.runId, i),
+      size: s.size,
+      sha384: s.sha384,
+      what: `shard ${i}`,
+    }));
+    objects.push({
+      key: layout.index(doc.job, doc.runId),
+      size: doc.index.size,
+      sha384: doc.index.sha384,
+      what: 'index',
+    });
+    const total = objects.reduce((n, o) => n + o.size, 0);
+    let done = 0;
+    for (const [i, o] of objects.entries()) {
+      if (io.signal?.aborted) throw interrupted();
+      const { bytes, digest } = await digestObject(store, o.key, runLabel, (n) => {
+        done += n;
+        progress.update(done, total, `object ${i + 1}/${objects.length}`);
+      });
+      if (bytes !== o.size || digest !== o.sha384) {
+        const why =
+          bytes !== o.size
+            ? `size ${bytes} differs from the signed ${o.size}`
+            : 'SHA-384 differs from the signed manifest';
+        throw new RecoverError(
+          'ERR_RECOVER_VERIFY_FAILED',
+          `${runLabel}: ${o.what} ${o.key}: ${why} (tampered or corrupted)`,
+          {
+            object: o.key,
+            causeCode: o.what === 'index' ? 'ERR_ARCHIVE_INDEX_TAMPERED' : 'ERR_ARCHIVE_SHARD_TAMPERED',
+          },
+        );
+      }
+    }
+    progress.done();
+    const view = summariseVerified(doc);
+    if (!manifest.signerPinned) {
+      report.note(
+        'the signer was not pinned; pass --pin-signer with the fingerprint you trust to require it',
+      );
+    }
+    report.note('no --key: stored objects were checked against the signed manifest, but not decrypted');
+    report.result(
+      {
+        mode: 'sealed-objects',
+        verdict: {
+          ok: true,
+          job: doc.job,
+          runId: doc.runId,
+          signer: manifest.signer,
+          signerPinned: manifest.signerPinned,
+          checks: { formatVersion: true, signature: true, objects: objects.length, bytes: total },
+        },
+        run: view,
+      },
+      [
+        `${runLabel} (job ${doc.job}): ok (sealed objects only; records not decrypted without --key)`,
+        `  format ${doc.formatVersion}, signature${manifest.signerPinned ? ' (pinned signer)' : ''} verified`,
+        `  ${doc.shards.length} shards and the index, ${size(total)}, matched the signed SHA-384s`,
+      ],
+    );
+    return EXIT.OK;
+  } finally {
+    progress.done();
+  }
+}
+
+async function digestObject(
+  store: ObjectStore,
+  key: string,
+  runLabel: string,
+  onBytes: (n: number) => void,
+): Promise<{ bytes: number; digest: Digest }> {
+  const h = createSha384();
+  let bytes = 0;
+  try {
+    for await (const chunk of await store.getStream(key)) {
+      h.update(chunk);
+      bytes += chunk.byteLength;
+      onBytes(chunk.byteLength);
+    }
+  } catch (e) {
+    if ((e as { code?: string }).code === 'ERR_OBJECTSTORE_NOT_FOUND') {
+      throw new RecoverError('ERR_RECOVER_VERIFY_FAILED', `${runLabel}: ${key}: object missing`, {
+        object: key,
+        causeCode: 'ERR_ARCHIVE_SHARD_MISSING',
+      });
+    }
+    throw toRecoverError(e, runLabel);
+  }
+  return { bytes, digest: formatDigest(h.digest()) };
+}

@@ -1,0 +1,80 @@
+/**
+ * The `coffer-recover` program: parses the command line, runs one command, prints its result and
+ * returns the process exit code (see exit-codes.ts and README.md "Exit codes").
+ *
+ * Security: a failure is reported as one line naming the object and what failed, never with key
+ * material, credentials or record bytes (see internal/translate.ts); the break-glass secret key is
+ * read from a file or stdin only, never from argv or the environment.
+ */
+import { readFileSync } from 'node:fs';
+import { RecoverError } from './errors.ts';
+import { EXIT } from './exit-codes.ts';
+import { type ParsedCommand, parseCommandLine, wantsJson } from './internal/args.ts';
+import { helpText } from './internal/help.ts';
+import { keygen } from './internal/keygen.ts';
+import { type Io, Reporter } from './internal/output.ts';
+import { toRecoverError } from './internal/translate.ts';
+
+/** The package version; the bundle has it compiled in (scripts/bundle.mjs), dist reads package.json. */
+export function version(): string {
+  const baked = process.env.COFFER_RECOVER_BUNDLE_VERSION;
+  if (baked) return baked;
+  try {
+    const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+      version?: string;
+    };
+    return pkg.version ?? 'unknown';
+  } catch {
+    return 'unknown';
+  }
+}
+
+/**
+ * Runs `coffer-recover` with `argv` (without node and script paths). Returns the exit code; never
+ * throws for an expected failure (it is printed instead).
+ */
+export async function main(argv: readonly string[], io: Io): Promise<number> {
+  let command: ParsedCommand;
+  try {
+    command = parseCommandLine(argv);
+  } catch (e) {
+    const err = toRecoverError(e);
+    new Reporter(io, wantsJson(argv), 'usage').fail(err);
+    return err.exitCode;
+  }
+  const report = new Reporter(io, command.json, command.name);
+  try {
+    return await dispatch(command, report, io);
+  } catch (e) {
+    const err = toRecoverError(e);
+    report.fail(err);
+    return err.exitCode;
+  }
+}
+
+async function dispatch(command: ParsedCommand, report: Reporter, io: Io): Promise<number> {
+  switch (command.name) {
+    case 'help':
+      if (command.json) report.result({ text: helpText(command.topic) }, []);
+      else io.stdout.write(helpText(command.topic));
+      return EXIT.OK;
+    case 'version':
+      report.result({ version: version() }, [`coffer-recover ${version()}`]);
+      return EXIT.OK;
+    case 'keygen':
+      return keygen(command.out, report);
+    case 'inspect': {
+      const { inspect } = await import('./internal/inspect.ts');
+      return inspect(command, report, io);
+    }
+    case 'verify': {
+      const { verifyRun } = await import('./internal/verify.ts');
+      return verifyRun(command, report, io);
+    }
+    case 'extract': {
+      const { extract } = await import('./internal/extract.ts');
+      return extract(command, report, io);
+    }
+  }
+  throw new RecoverError('ERR_RECOVER_USAGE', 'unknown command');
+}
