@@ -55,7 +55,8 @@ export default async function adminFamily(app: FastifyInstance): Promise<void> {
 
   app.setNotFoundHandler(async (request: FastifyRequest, reply: FastifyReply) => {
     const path = request.url.split('?')[0] ?? '';
-    if (request.method === 'OPTIONS' || PRE_AUTH_PREFIXES.some((p) => path.startsWith(p))) {
+    const neverRoute = request.method !== 'GET' && request.method !== 'POST' && request.method !== 'HEAD';
+    if (neverRoute || PRE_AUTH_PREFIXES.some((p) => path.startsWith(p))) {
       return sendNotFound(reply);
     }
     await app.authenticate(request, reply);
