@@ -1,9 +1,45 @@
 /**
- * Archive reader (format 0.1). See docs/archive-format.md "Read algorithm".
+ * Archive reader (format 0.1; docs/archive-format.md "Read algorithm" is normative).
+ *
+ * Security-relevant behaviour: the format version is checked before anything else (a reader of
+ * 0.1 refuses every other major.minor); the manifest's signature is verified, against a pinned
+ * fingerprint or a supplied key when given, before any of its fields is trusted; the signed job
+ * and run id must equal the ones in the object path (a manifest replayed under another job fails);
+ * every object's SHA-384 is compared with the signed manifest before it is decrypted; a shard's
+ * plaintext is released only after its digest and its AEAD tag verified; each record's plaintext
+ * SHA-384 is checked as it streams.
  */
+import { createHash } from 'node:crypto';
+import {
+  type Digest,
+  fingerprint,
+  formatDigest,
+  fromBase64Url,
+  parseDigest,
+  sha384,
+  unwrapKey,
+  verify,
+} from '@coffer/crypto';
 import type { ObjectStore } from '@coffer/objectstore';
-import { ArchiveError } from './errors.ts';
+import { ArchiveError, type ArchiveErrorCode } from './errors.ts';
+import { utf8Decode } from './internal/bytes.ts';
+import type { OpenFailure } from './internal/codec-core.ts';
+import { type FrameCodec, frameCodec, inlineCodec } from './internal/codec-pool.ts';
+import { INDEX_FORMAT, toEntry } from './internal/index-codec.ts';
+import {
+  dataKeyAad,
+  isSupportedVersion,
+  MANIFEST_SIGNATURE_CONTEXT,
+  parseCanonical,
+  validateManifest,
+  validateSignature,
+} from './internal/manifest.ts';
+import { runBinding, runTag } from './internal/run-binding.ts';
+import { getObject, listObjects } from './internal/store.ts';
+import { assertId, isValidId, layout } from './layout.ts';
 import type {
+  IndexEntry,
+  ManifestDocument,
   OpenedRun,
   OpenRunOptions,
   ReadManifestOptions,
@@ -11,33 +47,478 @@ import type {
   VerifiedManifest,
 } from './types.ts';
 
-/** Job ids that have at least one run manifest, sorted. Throws ERR_ARCHIVE_DESTINATION. */
-export async function listJobs(_store: ObjectStore): Promise<string[]> {
-  throw new ArchiveError('ERR_ARCHIVE_INTERNAL', { detail: 'not implemented yet' });
+const MANIFEST_PATH = /^jobs\/([^/]+)\/runs\/([^/]+)\/manifest\.json$/;
+
+/** Runs (with a manifest) of one job or of every job, sorted by job then run id. Throws ERR_ARCHIVE_DESTINATION. */
+export async function listRuns(store: ObjectStore, job?: string): Promise<RunListing[]> {
+  if (job !== undefined) assertId('job', job);
+  const prefix = job === undefined ? layout.jobsPrefix : `jobs/${job}/runs/`;
+  const out: RunListing[] = [];
+  for (const o of await listObjects(store, prefix)) {
+    const m = MANIFEST_PATH.exec(o.key);
+    if (!m || !isValidId(m[1]!) || !isValidId(m[2]!)) continue;
+    out.push({
+      job: m[1]!,
+      runId: m[2]!,
+      manifestKey: o.key,
+      ...(o.lastModified ? { lastModified: o.lastModified } : {}),
+    });
+  }
+  out.sort((a, b) => (a.job === b.job ? cmp(a.runId, b.runId) : cmp(a.job, b.job)));
+  return out;
 }
 
-/** Runs (with a manifest) of one job or of every job, sorted by job then run id. */
-export async function listRuns(_store: ObjectStore, _job?: string): Promise<RunListing[]> {
-  throw new ArchiveError('ERR_ARCHIVE_INTERNAL', { detail: 'not implemented yet' });
+function cmp(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** Job ids that have at least one run manifest, sorted. Throws ERR_ARCHIVE_DESTINATION. */
+export async function listJobs(store: ObjectStore): Promise<string[]> {
+  return [...new Set((await listRuns(store)).map((r) => r.job))];
+}
+
+async function resolveJob(store: ObjectStore, runId: string, job: string | undefined): Promise<string> {
+  if (job !== undefined) {
+    assertId('job', job);
+    return job;
+  }
+  const jobs = (await listRuns(store)).filter((r) => r.runId === runId).map((r) => r.job);
+  if (jobs.length === 0) throw new ArchiveError('ERR_ARCHIVE_NOT_FOUND', { detail: `run ${runId}` });
+  if (jobs.length > 1)
+    throw new ArchiveError('ERR_ARCHIVE_AMBIGUOUS_RUN', {
+      detail: `run ${runId} under jobs ${jobs.join(', ')}`,
+    });
+  return jobs[0]!;
+}
+
+function lenientParse(bytes: Uint8Array): unknown {
+  try {
+    return JSON.parse(utf8Decode(bytes));
+  } catch {
+    return undefined;
+  }
 }
 
 /**
  * Reads and checks a run's manifest without any secret key: format version first
  * (ERR_ARCHIVE_UNSUPPORTED_VERSION), then the signature (ERR_ARCHIVE_SIGNATURE_MISSING,
  * ERR_ARCHIVE_MANIFEST_TAMPERED, ERR_ARCHIVE_BAD_SIGNATURE, ERR_ARCHIVE_SIGNER_NOT_PINNED), then
- * that the signed job and run id match the path (ERR_ARCHIVE_MANIFEST_REPLAYED).
+ * its fields (ERR_ARCHIVE_MANIFEST_MALFORMED), then that the signed job and run id match the path
+ * (ERR_ARCHIVE_MANIFEST_REPLAYED). ERR_ARCHIVE_NOT_FOUND when the run has no manifest.
  */
 export async function readRunManifest(
-  _store: ObjectStore,
-  _options: ReadManifestOptions,
+  store: ObjectStore,
+  options: ReadManifestOptions,
 ): Promise<VerifiedManifest> {
-  throw new ArchiveError('ERR_ARCHIVE_INTERNAL', { detail: 'not implemented yet' });
+  assertId('runId', options.runId);
+  const runId = options.runId;
+  const job = await resolveJob(store, runId, options.job);
+  const key = layout.manifest(job, runId);
+  const bytes = await getObject(store, key);
+  if (bytes === null) throw new ArchiveError('ERR_ARCHIVE_NOT_FOUND', { object: key });
+
+  // 1. Format version, before anything else: a later format may sign differently.
+  const loose = lenientParse(bytes) as { formatVersion?: unknown } | undefined;
+  if (
+    loose &&
+    typeof loose === 'object' &&
+    typeof loose.formatVersion === 'string' &&
+    !isSupportedVersion(loose.formatVersion)
+  ) {
+    throw new ArchiveError('ERR_ARCHIVE_UNSUPPORTED_VERSION', {
+      object: key,
+      detail: `format ${JSON.stringify(loose.formatVersion.slice(0, 32))}; this reader implements 0.1`,
+    });
+  }
+
+  // 2. Signature envelope.
+  const sigKey = layout.signature(job, runId);
+  const sigBytes = await getObject(store, sigKey);
+  if (sigBytes === null) throw new ArchiveError('ERR_ARCHIVE_SIGNATURE_MISSING', { object: sigKey });
+  const sigDoc = validateSignature(parseCanonical(sigBytes), sigKey);
+  if (!isSupportedVersion(sigDoc.formatVersion)) {
+    throw new ArchiveError('ERR_ARCHIVE_UNSUPPORTED_VERSION', { object: sigKey });
+  }
+  const digest = formatDigest(sha384(bytes));
+  if (digest !== sigDoc.manifest) {
+    throw new ArchiveError('ERR_ARCHIVE_MANIFEST_TAMPERED', {
+      object: key,
+      detail: 'bytes differ from the signed digest',
+    });
+  }
+  const parsed = parseCanonical(bytes);
+  if (parsed === undefined) {
+    throw new ArchiveError('ERR_ARCHIVE_MANIFEST_MALFORMED', { object: key, detail: 'not canonical JSON' });
+  }
+  const signerField = (parsed as { signer?: { fingerprint?: unknown; publicKey?: unknown } }).signer;
+  let embedded: Uint8Array;
+  try {
+    embedded = fromBase64Url(String(signerField?.publicKey ?? ''));
+    if (fingerprint(embedded) !== signerField?.fingerprint) throw new Error('fingerprint');
+  } catch {
+    throw new ArchiveError('ERR_ARCHIVE_MANIFEST_MALFORMED', { object: key, detail: 'field signer' });
+  }
+  const signer = fingerprint(embedded);
+  if (sigDoc.signer !== signer) {
+    throw new ArchiveError('ERR_ARCHIVE_BAD_SIGNATURE', {
+      object: sigKey,
+      detail: 'signer differs from the manifest',
+    });
+  }
+
+  // 3. Pinning: the signer must be the one the caller trusts, when it names one.
+  let pinned = false;
+  if (options.signerPublicKey !== undefined) {
+    let trusted: Digest;
+    try {
+      trusted = fingerprint(options.signerPublicKey);
+    } catch (e) {
+      throw new ArchiveError('ERR_ARCHIVE_INVALID_ARGUMENT', {
+        detail: 'malformed signerPublicKey',
+        cause: e,
+      });
+    }
+    if (trusted !== signer) {
+      throw new ArchiveError('ERR_ARCHIVE_SIGNER_NOT_PINNED', { object: key, detail: `signed by ${signer}` });
+    }
+    pinned = true;
+  }
+  if (options.pinSigner !== undefined) {
+    const pin = options.pinSigner.trim().toLowerCase();
+    if (!/^sha384:[0-9a-f]{96}$/.test(pin)) {
+      throw new ArchiveError('ERR_ARCHIVE_INVALID_ARGUMENT', {
+        detail: 'pinSigner must be sha384:<96 hex digits>',
+      });
+    }
+    if (pin !== signer) {
+      throw new ArchiveError('ERR_ARCHIVE_SIGNER_NOT_PINNED', {
+        object: key,
+        detail: `signed by ${signer}, pinned ${pin}`,
+      });
+    }
+    pinned = true;
+  }
+
+  // 4. The hybrid signature (both halves must verify).
+  let ok = false;
+  try {
+    ok = verify(embedded, bytes, fromBase64Url(sigDoc.signature), MANIFEST_SIGNATURE_CONTEXT);
+  } catch {
+    ok = false;
+  }
+  if (!ok) throw new ArchiveError('ERR_ARCHIVE_BAD_SIGNATURE', { object: sigKey });
+
+  // 5. Fields, then location: the signed ids must be the ones in the path.
+  const document = validateManifest(parsed, key);
+  if (!isSupportedVersion(document.formatVersion))
+    throw new ArchiveError('ERR_ARCHIVE_UNSUPPORTED_VERSION', { object: key });
+  if (document.job !== job || document.runId !== runId) {
+    throw new ArchiveError('ERR_ARCHIVE_MANIFEST_REPLAYED', {
+      object: key,
+      detail: `signed for ${document.job}/${document.runId}`,
+    });
+  }
+  return { key, document, digest, signer, signerPinned: pinned };
+}
+
+function shardError(failure: OpenFailure): ArchiveErrorCode {
+  switch (failure) {
+    case 'transplanted':
+      return 'ERR_ARCHIVE_SHARD_TRANSPLANTED';
+    case 'misplaced':
+      return 'ERR_ARCHIVE_SHARD_MISPLACED';
+    default:
+      return 'ERR_ARCHIVE_SHARD_TAMPERED';
+  }
+}
+
+const FAILURE_DETAIL: Record<OpenFailure, string> = {
+  digest: 'SHA-384 differs from the signed manifest',
+  transplanted: 'run tag names another run',
+  misplaced: 'frame number names another position',
+  header: 'frame header invalid',
+  tag: 'authentication tag does not verify',
+  length: 'plaintext length differs',
+};
+
+/**
+ * Verified shard plaintexts of one run, with read-ahead while the access pattern is sequential
+ * (so reading records in index order decrypts each shard once and keeps the workers busy). Holds
+ * at most `parallel + 1` shards.
+ */
+class ShardSource {
+  private readonly cache = new Map<number, Promise<Uint8Array>>();
+  private last = -1;
+  readonly verified = new Set<number>();
+  onVerified: ((index: number, plainSize: number) => void) | null = null;
+
+  private readonly store: ObjectStore;
+  private readonly doc: ManifestDocument;
+  private readonly key: Uint8Array;
+  private readonly codec: FrameCodec;
+  private readonly binding: Uint8Array;
+  private readonly tag: Uint8Array;
+
+  constructor(store: ObjectStore, doc: ManifestDocument, key: Uint8Array, codec: FrameCodec) {
+    this.store = store;
+    this.doc = doc;
+    this.key = key;
+    this.codec = codec;
+    this.binding = runBinding(doc.job, doc.runId);
+    this.tag = runTag(doc.job, doc.runId);
+  }
+
+  private async load(i: number): Promise<Uint8Array> {
+    const { job, runId } = this.doc;
+    const objectKey = layout.shard(job, runId, i);
+    const shard = this.doc.shards[i]!;
+    const frame = await getObject(this.store, objectKey);
+    if (frame === null) throw new ArchiveError('ERR_ARCHIVE_SHARD_MISSING', { object: objectKey });
+    const codec = this.doc.shards.length === 1 ? inlineCodec : this.codec;
+    const r = await codec.open({
+      domain: 0,
+      seq: i,
+      final: i === this.doc.shards.length - 1,
+      frame,
+      key: this.key,
+      binding: this.binding,
+      runTag: this.tag,
+      digest: parseDigest(shard.sha384),
+      plainLength: shard.plainSize,
+    });
+    if (!r.ok)
+      throw new ArchiveError(shardError(r.failure), { object: objectKey, detail: FAILURE_DETAIL[r.failure] });
+    if (!this.verified.has(i)) {
+      this.verified.add(i);
+      this.onVerified?.(i, shard.plainSize);
+    }
+    return r.plain;
+  }
+
+  private fetch(i: number): Promise<Uint8Array> {
+    let p = this.cache.get(i);
+    if (!p) {
+      p = this.load(i);
+      p.catch(() => undefined);
+      this.cache.set(i, p);
+    }
+    return p;
+  }
+
+  get(i: number): Promise<Uint8Array> {
+    const sequential = i === this.last || i === this.last + 1;
+    this.last = i;
+    for (const k of this.cache.keys()) if (k < i || (!sequential && k !== i)) this.cache.delete(k);
+    const p = this.fetch(i);
+    if (sequential) {
+      const ahead = Math.min(this.doc.shards.length - 1, i + this.codec.parallel);
+      for (let k = i + 1; k <= ahead; k++) this.fetch(k);
+    }
+    return p;
+  }
+}
+
+class RunReader implements OpenedRun {
+  readonly manifest: VerifiedManifest;
+  readonly shards: ShardSource;
+  private readonly store: ObjectStore;
+  private readonly key: Uint8Array;
+  private indexBytes: Uint8Array | null = null;
+
+  constructor(store: ObjectStore, manifest: VerifiedManifest, key: Uint8Array, codec: FrameCodec) {
+    this.store = store;
+    this.manifest = manifest;
+    this.key = key;
+    this.shards = new ShardSource(store, manifest.document, key, codec);
+  }
+
+  private async loadIndex(): Promise<Uint8Array> {
+    if (this.indexBytes) return this.indexBytes;
+    const doc = this.manifest.document;
+    const object = layout.index(doc.job, doc.runId);
+    const bytes = await getObject(this.store, object);
+    if (bytes === null) throw new ArchiveError('ERR_ARCHIVE_INDEX_MISSING', { object });
+    if (bytes.length !== doc.index.size || formatDigest(sha384(bytes)) !== doc.index.sha384) {
+      throw new ArchiveError('ERR_ARCHIVE_INDEX_TAMPERED', {
+        object,
+        detail: 'SHA-384 differs from the signed manifest',
+      });
+    }
+    this.indexBytes = bytes;
+    return bytes;
+  }
+
+  async *records(): AsyncIterable<IndexEntry> {
+    const doc = this.manifest.document;
+    const object = layout.index(doc.job, doc.runId);
+    const bytes = await this.loadIndex();
+    const tampered = (detail: string) => new ArchiveError('ERR_ARCHIVE_INDEX_TAMPERED', { object, detail });
+    const inconsistent = (detail: string) =>
+      new ArchiveError('ERR_ARCHIVE_INDEX_INCONSISTENT', { object, detail });
+    const binding = runBinding(doc.job, doc.runId);
+    const tag = runTag(doc.job, doc.runId);
+    let pos = 0;
+    let seq = -1; // -1: the header line comes first
+    let shard = 0;
+    let offset = 0;
+    let total = 0;
+    for (let chunk = 0; chunk < doc.index.chunks; chunk++) {
+      if (pos + 48 > bytes.length) throw tampered('truncated');
+      const stored = new DataView(bytes.buffer, bytes.byteOffset + pos, 32).getUint32(16, false);
+      const end = pos + 32 + stored + 16;
+      if (end > bytes.length) throw tampered('truncated');
+      const r = await inlineCodec.open({
+        domain: 1,
+        seq: chunk,
+        final: chunk === doc.index.chunks - 1,
+        frame: bytes.subarray(pos, end),
+        key: this.key,
+        binding,
+        runTag: tag,
+        digest: null,
+        plainLength: null,
+      });
+      if (!r.ok) throw tampered(`chunk ${chunk}: ${FAILURE_DETAIL[r.failure]}`);
+      pos = end;
+      let text: string;
+      try {
+        text = utf8Decode(r.plain);
+      } catch {
+        throw tampered(`chunk ${chunk}: not UTF-8`);
+      }
+      if (!text.endsWith('\n')) throw tampered(`chunk ${chunk}: not whole lines`);
+      for (const line of text.slice(0, -1).split('\n')) {
+        let value: unknown;
+        try {
+          value = JSON.parse(line);
+        } catch {
+          throw tampered(`record ${seq}: not JSON`);
+        }
+        if (seq === -1) {
+          const h = value as Record<string, unknown>;
+          if (
+            h?.format !== INDEX_FORMAT ||
+            h.job !== doc.job ||
+            h.runId !== doc.runId ||
+            h.records !== doc.totals.records
+          ) {
+            throw inconsistent('index header does not match the manifest');
+          }
+          seq = 0;
+          continue;
+        }
+        const e = toEntry(value, seq, object);
+        // Records are packed back to back: each starts where the previous one ended.
+        while (shard < doc.shards.length - 1 && offset === doc.shards[shard]!.plainSize) {
+          shard++;
+          offset = 0;
+        }
+        if (e.shard !== shard || e.offset !== offset)
+          throw inconsistent(`record ${seq} is not where the previous one ended`);
+        let left = e.size;
+        while (left > 0) {
+          const s = doc.shards[shard];
+          if (s === undefined) throw inconsistent(`record ${seq} runs past the last shard`);
+          const take = Math.min(left, s.plainSize - offset);
+          left -= take;
+          offset += take;
+          if (left > 0) {
+            shard++;
+            offset = 0;
+          }
+        }
+        total += e.size;
+        seq++;
+        yield e;
+      }
+    }
+    if (pos !== bytes.length) throw tampered('trailing bytes');
+    if (seq !== doc.totals.records || total !== doc.totals.bytes)
+      throw inconsistent('record count or byte total differs from the manifest');
+  }
+
+  async *readRecord(entry: IndexEntry): AsyncIterable<Uint8Array> {
+    const doc = this.manifest.document;
+    const hash = createHash('sha384');
+    let left = entry.size;
+    let shard = entry.shard;
+    let offset = entry.offset;
+    while (left > 0) {
+      if (shard >= doc.shards.length) {
+        throw new ArchiveError('ERR_ARCHIVE_INDEX_INCONSISTENT', {
+          object: layout.index(doc.job, doc.runId),
+          detail: `record ${entry.seq}`,
+        });
+      }
+      const plain = await this.shards.get(shard);
+      if (offset > plain.length) {
+        throw new ArchiveError('ERR_ARCHIVE_INDEX_INCONSISTENT', {
+          object: layout.index(doc.job, doc.runId),
+          detail: `record ${entry.seq}`,
+        });
+      }
+      const take = Math.min(left, plain.length - offset);
+      const piece = plain.subarray(offset, offset + take);
+      hash.update(piece);
+      left -= take;
+      shard++;
+      offset = 0;
+      if (take > 0) yield piece;
+    }
+    if (formatDigest(hash.digest()) !== entry.sha384) {
+      throw new ArchiveError('ERR_ARCHIVE_RECORD_TAMPERED', {
+        object: layout.shard(doc.job, doc.runId, entry.shard),
+        detail: `record ${entry.seq} ${JSON.stringify(entry.name)}`,
+      });
+    }
+  }
+}
+
+/** Unwraps the data key of a verified manifest. */
+export async function openVerified(
+  store: ObjectStore,
+  manifest: VerifiedManifest,
+  secretKey: Uint8Array,
+  workers?: number,
+): Promise<RunReader> {
+  if (!(secretKey instanceof Uint8Array))
+    throw new ArchiveError('ERR_ARCHIVE_INVALID_ARGUMENT', { detail: 'secretKey must be a Uint8Array' });
+  const doc = manifest.document;
+  let key: Uint8Array;
+  try {
+    key = new Uint8Array(await unwrapKey(secretKey, doc.recipients, dataKeyAad(doc.job, doc.runId)));
+  } catch (e) {
+    const code = (e as { code?: unknown }).code;
+    if (code === 'ERR_CRYPTO_WRONG_KEY') {
+      throw new ArchiveError('ERR_ARCHIVE_WRONG_KEY', {
+        object: manifest.key,
+        detail: 'no wrapped data key for this secret key',
+      });
+    }
+    if (code === 'ERR_CRYPTO_TAMPERED') {
+      throw new ArchiveError('ERR_ARCHIVE_WRONG_KEY', {
+        object: manifest.key,
+        detail: 'wrapped data key does not open with this secret key',
+      });
+    }
+    throw new ArchiveError('ERR_ARCHIVE_INVALID_ARGUMENT', { detail: 'malformed secret key', cause: e });
+  }
+  if (key.length !== 32)
+    throw new ArchiveError('ERR_ARCHIVE_WRONG_KEY', {
+      object: manifest.key,
+      detail: 'data key has the wrong length',
+    });
+  return new RunReader(store, manifest, key, frameCodec(workers));
 }
 
 /**
- * Opens a run for reading: `readRunManifest`, then unwraps the data key with the operational or
- * break-glass secret key (ERR_ARCHIVE_WRONG_KEY).
+ * Opens a run for reading: `readRunManifest` (all of its errors), then unwraps the data key with
+ * the operational or break-glass secret key (ERR_ARCHIVE_WRONG_KEY; ERR_ARCHIVE_INVALID_ARGUMENT
+ * for a malformed key).
  */
-export async function openRun(_store: ObjectStore, _options: OpenRunOptions): Promise<OpenedRun> {
-  throw new ArchiveError('ERR_ARCHIVE_INTERNAL', { detail: 'not implemented yet' });
+export async function openRun(store: ObjectStore, options: OpenRunOptions): Promise<OpenedRun> {
+  const manifest = await readRunManifest(store, options);
+  return openVerified(store, manifest, options.secretKey, options.workers);
 }
+
+export type { RunReader };

@@ -109,6 +109,16 @@ export interface ArchiveWriterOptions {
   writeRecovery?: boolean;
   /** Clock for `startedAt` / `sealedAt`; default `() => new Date()`. */
   now?: () => Date;
+  /**
+   * Upper bound on shards in this run (default 2^32 - 1, the header field's range); a run that
+   * would need more fails with ERR_ARCHIVE_SHARD_ID_OVERFLOW rather than seal a misordered archive.
+   */
+  maxShards?: number;
+  /**
+   * Worker threads that compress, encrypt and hash shards (default: every core, at most 4, or the
+   * COFFER_ARCHIVE_WORKERS environment variable); 0 does all work on the calling thread.
+   */
+  workers?: number;
 }
 
 /** Options of `resumeArchiveWriter`; job, run, recipients and source come from the checkpoint. */
@@ -121,6 +131,7 @@ export interface ResumeArchiveWriterOptions {
   onShard?: ArchiveWriterOptions['onShard'];
   writeRecovery?: boolean;
   now?: () => Date;
+  workers?: number;
 }
 
 /** Where a resumed writer continues. The caller re-enumerates its records and skips `recordsDone`. */
@@ -270,6 +281,8 @@ export interface VerifiedManifest {
 export interface OpenRunOptions extends ReadManifestOptions {
   /** Operational or break-glass recipient secret key. */
   secretKey: Uint8Array;
+  /** Worker threads that verify and decrypt shards (see ArchiveWriterOptions.workers). */
+  workers?: number;
 }
 
 export interface OpenedRun {

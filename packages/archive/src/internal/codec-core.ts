@@ -1,0 +1,233 @@
+/**
+ * The sealed frame of format 0.1 (docs/archive-format.md "Sealed frame"), used for shards (magic
+ * `CFSH`, nonce domain 0) and record-index chunks (magic `CFIX`, nonce domain 1):
+ *
+ *   frame  = header(32) || ciphertext(storedLength) || tag(16)
+ *   header = magic(4) || major(1)=0 || minor(1)=1 || flags(1) || reserved(1)=0 || seq(u32 BE)
+ *            || plainLength(u32 BE) || storedLength(u32 BE) || runTag(12)
+ *   flags  = bit 0 final, bit 1 zstd; other bits zero
+ *   runTag = SHA-384("coffer/archive/v0.1/run" || lp(job) || lp(runId))[0..12]
+ *   nonce  = domain(1) || 0x00 * 6 || seq(u32 BE) || final(1)
+ *   aad    = "coffer/archive/v0.1/frame" || header || lp(job) || lp(runId)
+ *
+ * The nonce and associated data bind each frame to its job, run, position and final flag (in the
+ * manner of age's STREAM), so a truncated, reordered or transplanted frame fails to open. The run
+ * tag is a diagnostic only: it lets a reader say "transplanted" rather than "tampered".
+ *
+ * Why this is one self-contained function taking node:crypto and node:zlib as arguments: the bulk
+ * path (SHA-384 of the frame, AES-256-GCM, zstd) runs in worker threads to use both cores, and a
+ * worker is started from this function's source text (`codecCore.toString()`, see codec-pool.ts)
+ * so it survives bundling into the single-file recovery CLI. The same function runs inline on the
+ * main thread for small runs, so there is exactly one implementation. The AEAD is the one the
+ * @coffer/crypto contract specifies (AES-256-GCM, 12-byte nonce, 16-byte tag appended); a test
+ * opens frames with @coffer/crypto's aeadDecrypt to keep the two in step. Everything it needs must
+ * be defined inside it.
+ */
+import type * as NodeCrypto from 'node:crypto';
+import type * as NodeZlib from 'node:zlib';
+
+export interface SealMessage {
+  domain: number;
+  seq: number;
+  final: boolean;
+  plain: Uint8Array;
+  compress: boolean;
+  key: Uint8Array;
+  /** lp(job) || lp(runId). */
+  binding: Uint8Array;
+  runTag: Uint8Array;
+}
+
+export interface SealResult {
+  frame: Uint8Array;
+  /** SHA-384 of the whole frame. */
+  digest: Uint8Array;
+  zstd: boolean;
+}
+
+export interface OpenMessage {
+  domain: number;
+  seq: number;
+  final: boolean;
+  frame: Uint8Array;
+  key: Uint8Array;
+  binding: Uint8Array;
+  runTag: Uint8Array;
+  /** When given, the frame's SHA-384 must equal it before anything else is looked at. */
+  digest: Uint8Array | null;
+  /** When given, the frame's plaintext length must equal it. */
+  plainLength: number | null;
+}
+
+export type OpenFailure = 'digest' | 'transplanted' | 'misplaced' | 'header' | 'tag' | 'length';
+
+export type OpenResult = { ok: true; plain: Uint8Array } | { ok: false; failure: OpenFailure };
+
+export interface CodecCore {
+  sealFrame(m: SealMessage): SealResult;
+  openFrame(m: OpenMessage): OpenResult;
+  frameHeader(
+    domain: number,
+    seq: number,
+    final: boolean,
+    zstd: boolean,
+    plain: number,
+    stored: number,
+    runTag: Uint8Array,
+  ): Uint8Array;
+}
+
+export function codecCore(crypto: typeof NodeCrypto, zlib: typeof NodeZlib): CodecCore {
+  const HEADER = 32;
+  const TAG = 16;
+  const MAGICS = [
+    [0x43, 0x46, 0x53, 0x48], // "CFSH"
+    [0x43, 0x46, 0x49, 0x58], // "CFIX"
+  ];
+  const LABEL = Buffer.from('coffer/archive/v0.1/frame', 'latin1');
+  const PIECE = 256 * 1024; // the cipher runs fastest fed 64-256 KiB pieces
+  const SAMPLE = 16 * 1024;
+  const SAMPLES = 8;
+  const zstdOptions = { params: { [zlib.constants.ZSTD_c_compressionLevel]: 1 } };
+
+  function frameHeader(
+    domain: number,
+    seq: number,
+    final: boolean,
+    zstd: boolean,
+    plain: number,
+    stored: number,
+    runTag: Uint8Array,
+  ): Uint8Array {
+    const h = Buffer.alloc(HEADER);
+    const magic = MAGICS[domain]!;
+    for (let i = 0; i < 4; i++) h[i] = magic[i]!;
+    h[4] = 0;
+    h[5] = 1;
+    h[6] = (final ? 1 : 0) | (zstd ? 2 : 0);
+    h[7] = 0;
+    h.writeUInt32BE(seq, 8);
+    h.writeUInt32BE(plain, 12);
+    h.writeUInt32BE(stored, 16);
+    h.set(runTag.subarray(0, 12), 20);
+    return h;
+  }
+
+  function nonce(domain: number, seq: number, final: boolean): Buffer {
+    const n = Buffer.alloc(12);
+    n[0] = domain;
+    n.writeUInt32BE(seq, 7);
+    n[11] = final ? 1 : 0;
+    return n;
+  }
+
+  // Compress only when it pays: estimate from a few spread samples (cheap on random data, which is
+  // most of what does not pay), then keep the result only if it saves at least 1/32.
+  function maybeCompress(plain: Uint8Array): Uint8Array | null {
+    if (plain.length < 64) return null;
+    if (plain.length > SAMPLE * SAMPLES * 2) {
+      const step = Math.floor((plain.length - SAMPLE) / (SAMPLES - 1));
+      const parts: Uint8Array[] = [];
+      for (let i = 0; i < SAMPLES; i++) parts.push(plain.subarray(i * step, i * step + SAMPLE));
+      const sample = Buffer.concat(parts);
+      const est = zlib.zstdCompressSync(sample, zstdOptions);
+      if (est.length > sample.length * 0.9) return null;
+    }
+    const out = zlib.zstdCompressSync(plain, zstdOptions);
+    return out.length <= plain.length - (plain.length >>> 5) ? out : null;
+  }
+
+  function sealFrame(m: SealMessage): SealResult {
+    const packed = m.compress ? maybeCompress(m.plain) : null;
+    const payload = packed ?? m.plain;
+    const header = frameHeader(
+      m.domain,
+      m.seq,
+      m.final,
+      packed !== null,
+      m.plain.length,
+      payload.length,
+      m.runTag,
+    );
+    const frame = Buffer.allocUnsafe(HEADER + payload.length + TAG);
+    frame.set(header, 0);
+    const cipher = crypto.createCipheriv('aes-256-gcm', m.key, nonce(m.domain, m.seq, m.final));
+    cipher.setAAD(Buffer.concat([LABEL, header, m.binding]));
+    let o = HEADER;
+    for (let p = 0; p < payload.length; p += PIECE) {
+      const c = cipher.update(payload.subarray(p, p + PIECE));
+      frame.set(c, o);
+      o += c.length;
+    }
+    const tail = cipher.final();
+    frame.set(tail, o);
+    o += tail.length;
+    frame.set(cipher.getAuthTag(), o);
+    const digest = crypto.createHash('sha384').update(frame).digest();
+    return { frame, digest, zstd: packed !== null };
+  }
+
+  function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+    if (a.length !== b.length) return false;
+    let d = 0;
+    for (let i = 0; i < a.length; i++) d |= a[i]! ^ b[i]!;
+    return d === 0;
+  }
+
+  function diagnose(m: OpenMessage): OpenFailure | null {
+    const f = m.frame;
+    if (f.length < HEADER + TAG) return 'header';
+    const magic = MAGICS[m.domain]!;
+    for (let i = 0; i < 4; i++) if (f[i] !== magic[i]) return 'header';
+    if (!sameBytes(f.subarray(20, 32), m.runTag.subarray(0, 12))) return 'transplanted';
+    const view = Buffer.from(f.buffer, f.byteOffset, f.byteLength);
+    if (view.readUInt32BE(8) !== m.seq) return 'misplaced';
+    return null;
+  }
+
+  function openFrame(m: OpenMessage): OpenResult {
+    const f = Buffer.from(m.frame.buffer, m.frame.byteOffset, m.frame.byteLength);
+    if (m.digest !== null) {
+      const d = crypto.createHash('sha384').update(f).digest();
+      if (!sameBytes(d, m.digest)) return { ok: false, failure: diagnose(m) ?? 'digest' };
+    }
+    const bad = diagnose(m);
+    if (bad !== null) return { ok: false, failure: bad };
+    const flags = f[6]!;
+    if (f[4] !== 0 || f[5] !== 1 || f[7] !== 0 || (flags & ~3) !== 0) return { ok: false, failure: 'header' };
+    if ((flags & 1) !== (m.final ? 1 : 0)) return { ok: false, failure: 'header' };
+    const plainLength = f.readUInt32BE(12);
+    const stored = f.readUInt32BE(16);
+    if (HEADER + stored + TAG !== f.length) return { ok: false, failure: 'header' };
+    if (m.plainLength !== null && plainLength !== m.plainLength) return { ok: false, failure: 'length' };
+    const zstd = (flags & 2) !== 0;
+    if (!zstd && stored !== plainLength) return { ok: false, failure: 'header' };
+    const decipher = crypto.createDecipheriv('aes-256-gcm', m.key, nonce(m.domain, m.seq, m.final));
+    decipher.setAAD(Buffer.concat([LABEL, f.subarray(0, HEADER), m.binding]));
+    decipher.setAuthTag(f.subarray(HEADER + stored));
+    const payload = Buffer.allocUnsafe(stored);
+    let o = 0;
+    for (let p = HEADER; p < HEADER + stored; p += PIECE) {
+      const c = decipher.update(f.subarray(p, Math.min(p + PIECE, HEADER + stored)));
+      payload.set(c, o);
+      o += c.length;
+    }
+    try {
+      const tail = decipher.final();
+      payload.set(tail, o);
+    } catch {
+      return { ok: false, failure: 'tag' };
+    }
+    if (!zstd) return { ok: true, plain: payload };
+    let plain: Buffer;
+    try {
+      plain = zlib.zstdDecompressSync(payload, { maxOutputLength: Math.max(plainLength, 1) });
+    } catch {
+      return { ok: false, failure: 'length' };
+    }
+    if (plain.length !== plainLength) return { ok: false, failure: 'length' };
+    return { ok: true, plain };
+  }
+
+  return { sealFrame, openFrame, frameHeader };
+}

@@ -1,0 +1,173 @@
+/**
+ * Runs the frame codec (codec-core.ts) on worker threads so sealing and opening use every core:
+ * the calling thread reads records and computes their plaintext SHA-384 while workers compress,
+ * encrypt and hash frames. Falls back to the calling thread when workers are disabled or cannot
+ * start. Workers are unref'd while idle so they never keep a process alive.
+ */
+import * as nodeCrypto from 'node:crypto';
+import { availableParallelism } from 'node:os';
+import { Worker } from 'node:worker_threads';
+import * as zlib from 'node:zlib';
+import {
+  type CodecCore,
+  codecCore,
+  type OpenMessage,
+  type OpenResult,
+  type SealMessage,
+  type SealResult,
+} from './codec-core.ts';
+
+export interface FrameCodec {
+  /** How many frames it processes at once (1 = on the calling thread). */
+  readonly parallel: number;
+  seal(m: SealMessage): Promise<SealResult>;
+  open(m: OpenMessage): Promise<OpenResult>;
+}
+
+/** The codec on the calling thread. */
+export const core: CodecCore = codecCore(nodeCrypto, zlib);
+
+export const inlineCodec: FrameCodec = {
+  parallel: 1,
+  async seal(m) {
+    return core.sealFrame(m);
+  },
+  async open(m) {
+    return core.openFrame(m);
+  },
+};
+
+const WORKER_SOURCE = `'use strict';
+const { parentPort } = require('node:worker_threads');
+const core = (${codecCore.toString()})(require('node:crypto'), require('node:zlib'));
+function own(u) {
+  // Transfer a buffer only when the view owns all of it (small Buffers share a pooled slab).
+  if (u.byteOffset === 0 && u.buffer.byteLength === u.byteLength) return u;
+  return new Uint8Array(u);
+}
+parentPort.on('message', (msg) => {
+  try {
+    if (msg.op === 'seal') {
+      const r = core.sealFrame(msg.m);
+      const frame = own(r.frame);
+      parentPort.postMessage({ id: msg.id, r: { frame, digest: new Uint8Array(r.digest), zstd: r.zstd } }, [frame.buffer]);
+    } else {
+      const r = core.openFrame(msg.m);
+      if (r.ok) {
+        const plain = own(r.plain);
+        parentPort.postMessage({ id: msg.id, r: { ok: true, plain } }, [plain.buffer]);
+      } else {
+        parentPort.postMessage({ id: msg.id, r });
+      }
+    }
+  } catch (e) {
+    parentPort.postMessage({ id: msg.id, error: String((e && e.code) || 'codec failure') });
+  }
+});
+`;
+
+interface Pending {
+  resolve(value: unknown): void;
+  reject(error: unknown): void;
+}
+
+interface Slot {
+  worker: Worker;
+  busy: number;
+  pending: Map<number, Pending>;
+}
+
+function transferable(u: Uint8Array): ArrayBuffer[] {
+  const b = u.buffer;
+  if (b instanceof ArrayBuffer && u.byteOffset === 0 && b.byteLength === u.byteLength) return [b];
+  return [];
+}
+
+class WorkerPool implements FrameCodec {
+  readonly parallel: number;
+  private slots: Slot[] = [];
+  private nextId = 1;
+  private broken = false;
+
+  constructor(size: number) {
+    this.parallel = size;
+  }
+
+  private slot(): Slot | null {
+    if (this.broken) return null;
+    if (this.slots.length < this.parallel) {
+      try {
+        const worker = new Worker(WORKER_SOURCE, { eval: true });
+        const slot: Slot = { worker, busy: 0, pending: new Map() };
+        worker.on('message', (msg: { id: number; r?: unknown; error?: string }) => {
+          const p = slot.pending.get(msg.id);
+          if (!p) return;
+          slot.pending.delete(msg.id);
+          slot.busy--;
+          if (slot.busy === 0) worker.unref();
+          if (msg.error !== undefined) p.reject(new Error(`frame codec worker: ${msg.error}`));
+          else p.resolve(msg.r);
+        });
+        worker.on('error', () => this.fail(slot));
+        worker.on('exit', () => this.fail(slot));
+        worker.unref();
+        this.slots.push(slot);
+        return slot;
+      } catch {
+        this.broken = true;
+        return null;
+      }
+    }
+    let best = this.slots[0]!;
+    for (const s of this.slots) if (s.busy < best.busy) best = s;
+    return best;
+  }
+
+  private fail(slot: Slot): void {
+    this.slots = this.slots.filter((s) => s !== slot);
+    this.broken = true;
+    for (const p of slot.pending.values()) p.reject(new Error('frame codec worker stopped'));
+    slot.pending.clear();
+  }
+
+  private call<T>(
+    op: 'seal' | 'open',
+    m: SealMessage | OpenMessage,
+    transfer: ArrayBuffer[],
+  ): Promise<T> | null {
+    const slot = this.slot();
+    if (!slot) return null;
+    const id = this.nextId++;
+    return new Promise<T>((resolve, reject) => {
+      slot.pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
+      if (slot.busy === 0) slot.worker.ref();
+      slot.busy++;
+      slot.worker.postMessage({ id, op, m }, transfer);
+    });
+  }
+
+  seal(m: SealMessage): Promise<SealResult> {
+    return this.call<SealResult>('seal', m, transferable(m.plain)) ?? inlineCodec.seal(m);
+  }
+
+  open(m: OpenMessage): Promise<OpenResult> {
+    return this.call<OpenResult>('open', m, transferable(m.frame)) ?? inlineCodec.open(m);
+  }
+}
+
+let shared: WorkerPool | null = null;
+
+/** Default worker count: every core, at most 4. */
+export function defaultWorkers(): number {
+  const env = process.env.COFFER_ARCHIVE_WORKERS;
+  if (env !== undefined && /^\d+$/.test(env)) return Number(env);
+  return Math.min(4, Math.max(1, availableParallelism()));
+}
+
+/** A codec with `workers` threads (shared per process), or the inline codec for 0. */
+export function frameCodec(workers: number | undefined): FrameCodec {
+  const n = workers ?? defaultWorkers();
+  if (n <= 0) return inlineCodec;
+  if (!shared || shared.parallel !== n) shared = new WorkerPool(n);
+  return shared;
+}

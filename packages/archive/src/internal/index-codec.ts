@@ -1,0 +1,106 @@
+/**
+ * The record index of format 0.1 (docs/archive-format.md "Record index"): UTF-8 lines, each one
+ * canonical JSON document; the first line is the index header, then one line per record in write
+ * order. The lines are cut into chunks of at most 1 MiB (never inside a line), and each chunk is a
+ * sealed frame (nonce domain 1) of index.bin.
+ */
+import { canonicalJson, type Digest, parseDigest } from '@coffer/crypto';
+import { ArchiveError } from '../errors.ts';
+import { FORMAT_VERSION, type IndexEntry, type RecordMetadata } from '../types.ts';
+import { utf8 } from './bytes.ts';
+
+export const INDEX_FORMAT = 'coffer-archive-index';
+export const INDEX_CHUNK_BYTES = 1024 * 1024;
+
+export interface EntryFields {
+  name: string;
+  size: number;
+  sha384: Digest;
+  shard: number;
+  offset: number;
+  sourceType: string;
+  binding: string;
+  namespace: string;
+  metadata: RecordMetadata;
+}
+
+export function entryLine(e: EntryFields): string {
+  return canonicalJson({
+    name: e.name,
+    size: e.size,
+    sha384: e.sha384,
+    shard: e.shard,
+    offset: e.offset,
+    sourceType: e.sourceType,
+    binding: e.binding,
+    namespace: e.namespace,
+    metadata: e.metadata,
+  });
+}
+
+export function headerLine(job: string, runId: string, records: number): string {
+  return canonicalJson({ format: INDEX_FORMAT, formatVersion: FORMAT_VERSION, job, runId, records });
+}
+
+/** Cuts header + entry lines into chunk plaintexts of at most INDEX_CHUNK_BYTES, whole lines only. */
+export function indexChunks(lines: Iterable<string>): Uint8Array[] {
+  const chunks: Uint8Array[] = [];
+  let parts: string[] = [];
+  let bytes = 0;
+  for (const line of lines) {
+    const n = Buffer.byteLength(line, 'utf8') + 1;
+    if (bytes + n > INDEX_CHUNK_BYTES && parts.length > 0) {
+      chunks.push(utf8(parts.join('')));
+      parts = [];
+      bytes = 0;
+    }
+    parts.push(line, '\n');
+    bytes += n;
+  }
+  if (parts.length > 0) chunks.push(utf8(parts.join('')));
+  return chunks;
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function isCount(v: unknown): v is number {
+  return typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+}
+
+/** Validates one parsed entry line; throws ERR_ARCHIVE_INDEX_TAMPERED naming the index object. */
+export function toEntry(value: unknown, seq: number, object: string): IndexEntry {
+  const bad = (what: string) =>
+    new ArchiveError('ERR_ARCHIVE_INDEX_TAMPERED', { object, detail: `record ${seq}: ${what}` });
+  if (!isObject(value)) throw bad('not an object');
+  const { name, size, sha384, shard, offset, sourceType, binding, namespace, metadata } = value;
+  if (typeof name !== 'string' || name.length === 0) throw bad('bad name');
+  if (!isCount(size) || !isCount(shard) || !isCount(offset)) throw bad('bad size or location');
+  if (typeof sha384 !== 'string') throw bad('bad digest');
+  try {
+    if (parseDigest(sha384).length !== 48) throw bad('bad digest');
+  } catch {
+    throw bad('bad digest');
+  }
+  if (typeof sourceType !== 'string' || typeof binding !== 'string' || typeof namespace !== 'string') {
+    throw bad('bad source fields');
+  }
+  if (!isObject(metadata)) throw bad('bad metadata');
+  for (const v of Object.values(metadata)) {
+    if (v !== null && typeof v !== 'string' && typeof v !== 'number' && typeof v !== 'boolean')
+      throw bad('bad metadata');
+  }
+  return {
+    seq,
+    name,
+    size,
+    sha384: sha384 as Digest,
+    shard,
+    offset,
+    sourceType,
+    binding,
+    namespace,
+    metadata: metadata as RecordMetadata,
+  };
+}

@@ -1,0 +1,78 @@
+/**
+ * Object-store calls with errors translated to ArchiveError ERR_ARCHIVE_DESTINATION (keeping the
+ * store's error code and its own code, e.g. S3 `NoSuchBucket`, for the engine's failure reason and
+ * throttle handling). Not-found reads return null so callers can name the missing object precisely.
+ */
+import type { Body, ObjectInfo, ObjectStore, PutOptions } from '@coffer/objectstore';
+import { ArchiveError } from '../errors.ts';
+
+function codeOf(e: unknown): string | undefined {
+  const c = (e as { code?: unknown } | null)?.code;
+  return typeof c === 'string' ? c : undefined;
+}
+
+export function destinationError(e: unknown, key: string): ArchiveError {
+  if (e instanceof ArchiveError) return e;
+  const code = codeOf(e);
+  const storeCode = (e as { storeCode?: unknown } | null)?.storeCode;
+  return new ArchiveError('ERR_ARCHIVE_DESTINATION', {
+    object: key,
+    ...(code !== undefined ? { storeErrorCode: code, detail: code } : {}),
+    ...(typeof storeCode === 'string' ? { storeCode } : {}),
+    cause: e,
+  });
+}
+
+function isNotFound(e: unknown): boolean {
+  return codeOf(e) === 'ERR_OBJECTSTORE_NOT_FOUND';
+}
+
+export async function putObject(
+  store: ObjectStore,
+  key: string,
+  body: Body,
+  options?: PutOptions,
+): Promise<void> {
+  try {
+    await store.put(key, body, options);
+  } catch (e) {
+    throw destinationError(e, key);
+  }
+}
+
+/** The whole object, or null when it does not exist. */
+export async function getObject(store: ObjectStore, key: string): Promise<Uint8Array | null> {
+  try {
+    return await store.get(key);
+  } catch (e) {
+    if (isNotFound(e)) return null;
+    throw destinationError(e, key);
+  }
+}
+
+export async function deleteObject(store: ObjectStore, key: string): Promise<void> {
+  try {
+    await store.delete(key);
+  } catch (e) {
+    throw destinationError(e, key);
+  }
+}
+
+export async function headObject(store: ObjectStore, key: string): Promise<ObjectInfo | null> {
+  try {
+    return await store.head(key);
+  } catch (e) {
+    if (isNotFound(e)) return null;
+    throw destinationError(e, key);
+  }
+}
+
+export async function listObjects(store: ObjectStore, prefix: string): Promise<ObjectInfo[]> {
+  const out: ObjectInfo[] = [];
+  try {
+    for await (const o of store.listAll(prefix)) out.push(o);
+  } catch (e) {
+    throw destinationError(e, prefix);
+  }
+  return out;
+}
