@@ -51,6 +51,7 @@ export interface Reply {
   status: number;
   headers: Headers;
   text: string;
+  // biome-ignore lint/suspicious/noExplicitAny: tests read reply bodies of many shapes
   json: () => any;
 }
 
