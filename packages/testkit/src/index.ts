@@ -7,3 +7,4 @@
  */
 export { tempDir, repoRoot, readServiceEnv } from './tmp.ts';
 export * from './s3.ts';
+export * from './redis.ts';
