@@ -7,10 +7,12 @@
  *   signer-public     ed25519 public key (32) || ML-DSA-87 public key (2592)         2626 bytes total
  *   signer-secret     ed25519 seed (32) || ML-DSA-87 keygen seed xi (32)               66 bytes total
  *   recipient-public  X25519 public key (32) || ML-KEM-1024 encapsulation key (1568)  1602 bytes total
- *   recipient-secret  X25519 secret key (32) || ML-KEM-1024 keygen seed d || z (64)    98 bytes total
+ *   recipient-secret  seed (32)                                                        34 bytes total
  *
  * Secret keys hold seeds, not expanded keys: they are small enough to write down, and everything
- * else (expanded secret keys, public keys) is derived from them deterministically.
+ * else (expanded secret keys, public keys) is derived from them deterministically. The recipient
+ * seed is expanded as X-Wing does (SHAKE256(seed, 96) = d || z || X25519 secret), so every seed
+ * bit reaches the public key and a damaged secret key file always fails its fingerprint check.
  * Parsing checks version, then kind, then exact length, and never echoes key bytes in errors.
  */
 import { CryptoError } from '../errors.ts';
@@ -36,6 +38,7 @@ export const X25519_PUBLIC_BYTES = 32;
 export const X25519_SECRET_BYTES = 32;
 export const MLKEM1024_PUBLIC_BYTES = 1568;
 export const MLKEM1024_SEED_BYTES = 64;
+export const RECIPIENT_SEED_BYTES = 32;
 
 const HEADER = 2;
 
@@ -44,7 +47,7 @@ export const KEY_LENGTHS: Readonly<Record<KeyKind, number>> = {
   'signer-public': HEADER + ED25519_PUBLIC_BYTES + MLDSA87_PUBLIC_BYTES,
   'signer-secret': HEADER + ED25519_SEED_BYTES + MLDSA87_SEED_BYTES,
   'recipient-public': HEADER + X25519_PUBLIC_BYTES + MLKEM1024_PUBLIC_BYTES,
-  'recipient-secret': HEADER + X25519_SECRET_BYTES + MLKEM1024_SEED_BYTES,
+  'recipient-secret': HEADER + RECIPIENT_SEED_BYTES,
 };
 
 const KINDS = Object.keys(KIND_CODES) as KeyKind[];

@@ -8,6 +8,7 @@
  */
 import { ed25519, x25519 } from '@noble/curves/ed25519.js';
 import { sha384 as nobleSha384 } from '@noble/hashes/sha2.js';
+import { shake256 } from '@noble/hashes/sha3.js';
 import { ml_dsa87 } from '@noble/post-quantum/ml-dsa.js';
 import { ml_kem1024 } from '@noble/post-quantum/ml-kem.js';
 import { CryptoError } from '../errors.ts';
@@ -20,6 +21,7 @@ import {
   keyBody,
   MLDSA87_SEED_BYTES,
   MLKEM1024_SEED_BYTES,
+  RECIPIENT_SEED_BYTES,
   X25519_PUBLIC_BYTES,
   X25519_SECRET_BYTES,
 } from './key-encoding.ts';
@@ -72,18 +74,25 @@ export function expandSigner(ed25519Seed: Uint8Array, mldsaSeed: Uint8Array): Ex
   }
 }
 
-/** Expands seeds into a recipient (internal; deterministic). */
-export function expandRecipient(x25519Secret: Uint8Array, mlkemSeed: Uint8Array): ExpandedRecipient {
-  checkBytes(x25519Secret, 'X25519 secret key', X25519_SECRET_BYTES);
-  checkBytes(mlkemSeed, 'ML-KEM-1024 seed', MLKEM1024_SEED_BYTES);
+/**
+ * Expands a 32-byte recipient seed (internal; deterministic), as X-Wing's expandDecapsulationKey
+ * does: SHAKE256(seed, 96) = ML-KEM d (32) || ML-KEM z (32) || X25519 secret (32).
+ */
+export function expandRecipient(seed: Uint8Array): ExpandedRecipient {
+  checkBytes(seed, 'recipient seed', RECIPIENT_SEED_BYTES);
+  const expanded = shake256(seed, { dkLen: MLKEM1024_SEED_BYTES + X25519_SECRET_BYTES });
+  const x25519Secret = expanded.slice(MLKEM1024_SEED_BYTES);
   try {
     const x25519Public = x25519.getPublicKey(x25519Secret);
-    const { publicKey: mlkemEncapsulationKey, secretKey: mlkemDecapsulationKey } =
-      ml_kem1024.keygen(mlkemSeed);
+    const { publicKey: mlkemEncapsulationKey, secretKey: mlkemDecapsulationKey } = ml_kem1024.keygen(
+      expanded.subarray(0, MLKEM1024_SEED_BYTES),
+    );
     const publicKey = encodeKey('recipient-public', x25519Public, mlkemEncapsulationKey);
     return { x25519Secret, x25519Public, mlkemDecapsulationKey, mlkemEncapsulationKey, publicKey };
   } catch {
     throw internalFailure();
+  } finally {
+    expanded.fill(0);
   }
 }
 
@@ -96,13 +105,11 @@ export function signerFromSeed(seed: Uint8Array): SignerKeyPair {
   return { publicKey: expanded.publicKey, secretKey: encodeKey('signer-secret', edSeed, dsaSeed) };
 }
 
-/** Seeded recipient generation (internal, for golden vectors): `seed` is 96 bytes, X25519 secret || ML-KEM seed. */
+/** Seeded recipient generation (internal, for golden vectors): `seed` is 32 bytes. */
 export function recipientFromSeed(seed: Uint8Array): RecipientKeyPair {
-  checkBytes(seed, 'recipient seed', X25519_SECRET_BYTES + MLKEM1024_SEED_BYTES);
-  const xSecret = seed.slice(0, X25519_SECRET_BYTES);
-  const kemSeed = seed.slice(X25519_SECRET_BYTES);
-  const expanded = expandRecipient(xSecret, kemSeed);
-  return { publicKey: expanded.publicKey, secretKey: encodeKey('recipient-secret', xSecret, kemSeed) };
+  const expanded = expandRecipient(seed);
+  expanded.mlkemDecapsulationKey.fill(0);
+  return { publicKey: expanded.publicKey, secretKey: encodeKey('recipient-secret', seed.slice()) };
 }
 
 /** A fresh hybrid signer (Ed25519 + ML-DSA-87) from the CSPRNG. Returns versioned encodings. */
@@ -112,7 +119,7 @@ export function generateSigner(): SignerKeyPair {
 
 /** A fresh hybrid recipient (X25519 + ML-KEM-1024) from the CSPRNG. Returns versioned encodings. */
 export function generateRecipient(): RecipientKeyPair {
-  return recipientFromSeed(randomBytes(X25519_SECRET_BYTES + MLKEM1024_SEED_BYTES));
+  return recipientFromSeed(randomBytes(RECIPIENT_SEED_BYTES));
 }
 
 /** Expands an encoded signer secret key. Throws MALFORMED / UNSUPPORTED_VERSION / WRONG_KIND. */
@@ -124,7 +131,7 @@ export function parseSignerSecret(secretKey: Uint8Array): ExpandedSigner {
 /** Expands an encoded recipient secret key. Throws MALFORMED / UNSUPPORTED_VERSION / WRONG_KIND. */
 export function parseRecipientSecret(secretKey: Uint8Array): ExpandedRecipient {
   const { body } = keyBody(secretKey, 'recipient-secret');
-  return expandRecipient(body.slice(0, X25519_SECRET_BYTES), body.slice(X25519_SECRET_BYTES));
+  return expandRecipient(body);
 }
 
 /** The two halves of an encoded signer public key; the Ed25519 point must decode. */

@@ -87,9 +87,10 @@ export function verifyWith(
   const edSig = signature.subarray(1, 1 + ED25519_SIGNATURE_BYTES);
   const dsaSig = signature.subarray(1 + ED25519_SIGNATURE_BYTES);
   try {
+    // Both must pass; ML-DSA first only because most forgeries fail it sooner.
+    if (!ml_dsa87.verify(dsaSig, m, mldsaPublic, { context: EMPTY })) return false;
     // zip215: false = RFC 8032 strict (canonical encodings only), so signatures are not malleable.
-    if (!ed25519.verify(edSig, m, ed25519Public, { zip215: false })) return false;
-    return ml_dsa87.verify(dsaSig, m, mldsaPublic, { context: EMPTY });
+    return ed25519.verify(edSig, m, ed25519Public, { zip215: false });
   } catch {
     return false;
   }
