@@ -5,6 +5,7 @@ import {
   listJobs,
   listRuns,
   openRun,
+  type RecordInput,
   readRecoveryPointer,
   readRecoverySigner,
   verifyRun,
@@ -14,7 +15,7 @@ import { fsStore, keys, pseudoRandom, readAll, sealRun, text, writerOptions } fr
 t.test('many small records, empty records and unicode names round-trip', async (t) => {
   const { store } = fsStore(t);
   const k = keys();
-  const records = [];
+  const records: RecordInput[] = [];
   for (let i = 0; i < 500; i++) {
     const body = i % 2 === 0 ? text(1 + ((i * 37) % 3000), i) : pseudoRandom((i * 53) % 2000, i);
     records.push({ name: `dir/file-${i}.txt`, body, metadata: { contentType: 'text/plain', mode: 0o644 } });
