@@ -395,8 +395,11 @@ class FsStore implements ObjectStore {
   async list(prefix: string, options: ListOptions = {}): Promise<ListPage> {
     validatePrefix(prefix, this.description);
     const limit = listLimit(options.limit, this.description);
-    const startAfter =
-      options.cursor === undefined ? undefined : decodeCursor(options.cursor, this.description);
+    const cursor = options.cursor === undefined ? undefined : decodeCursor(options.cursor, this.description);
+    if (cursor !== undefined && cursor.kind !== 'k') {
+      throw new ObjectStoreError('ERR_OBJECTSTORE_INVALID_KEY', `foreign list cursor on ${this.description}`);
+    }
+    const startAfter = cursor?.value;
     const cut = prefix.lastIndexOf('/') + 1;
     const baseRel = prefix.slice(0, cut);
     const namePrefix = prefix.slice(cut);
@@ -414,7 +417,7 @@ class FsStore implements ObjectStore {
     try {
       for await (const info of walk(baseDir, baseRel, namePrefix, startAfter)) {
         if (objects.length === limit) {
-          return { objects, cursor: encodeCursor(objects[objects.length - 1]!.key) };
+          return { objects, cursor: encodeCursor('k', objects[objects.length - 1]!.key) };
         }
         objects.push(info);
       }

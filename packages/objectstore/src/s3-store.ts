@@ -410,15 +410,15 @@ class S3Store implements ObjectStore {
   async list(prefix: string, options: ListOptions = {}): Promise<ListPage> {
     validatePrefix(prefix, this.description);
     const limit = listLimit(options.limit, this.description);
-    const startAfter =
-      options.cursor === undefined ? undefined : decodeCursor(options.cursor, this.description);
+    const cursor = options.cursor === undefined ? undefined : decodeCursor(options.cursor, this.description);
     try {
       const out = await this.#client.send(
         new ListObjectsV2Command({
           Bucket: this.#bucket,
           Prefix: this.#prefix + prefix,
           MaxKeys: limit,
-          ...(startAfter === undefined ? {} : { StartAfter: this.#prefix + startAfter }),
+          ...(cursor?.kind === 't' ? { ContinuationToken: cursor.value } : {}),
+          ...(cursor?.kind === 'k' ? { StartAfter: this.#prefix + cursor.value } : {}),
         }),
       );
       const objects: ObjectInfo[] = [];
@@ -433,9 +433,9 @@ class S3Store implements ObjectStore {
         if (o.LastModified !== undefined) info.lastModified = o.LastModified;
         objects.push(info);
       }
-      return out.IsTruncated === true && last !== undefined
-        ? { objects, cursor: encodeCursor(last) }
-        : { objects };
+      if (out.IsTruncated !== true) return { objects };
+      if (out.NextContinuationToken) return { objects, cursor: encodeCursor('t', out.NextContinuationToken) };
+      return last === undefined ? { objects } : { objects, cursor: encodeCursor('k', last) };
     } catch (err) {
       throw this.#fail(err, 'list', prefix);
     }

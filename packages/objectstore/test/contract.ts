@@ -15,6 +15,11 @@ const gc = runInNewContext('gc') as () => void;
 export interface ContractFeatures {
   /** The store refuses `ifNoneMatch: '*'` when the key exists (s3rver does not). */
   conditionalWrites: boolean;
+  /** `bytes=0-0` returns one byte (s3rver returns the whole object). */
+  oneByteRange: boolean;
+  /** Listings come in UTF-8 byte order and paginate (s3rver lists in its own order, and its
+   * continuation tokens need DES, which Node 24's OpenSSL lacks). */
+  faithfulListing: boolean;
   /** Most bytes (beyond the baseline) the store may hold while streaming a 20 MiB body. */
   streamMemoryBound: number;
 }
@@ -44,6 +49,8 @@ export async function expectCode(
   t.fail(`${what}: expected ${code}, got success`);
   return new ObjectStoreError('ERR_OBJECTSTORE_FAULT', 'unreachable');
 }
+
+const byBytes = (a: string, b: string) => Buffer.compare(Buffer.from(a), Buffer.from(b));
 
 export const INVALID_KEYS = [
   '',
@@ -76,7 +83,9 @@ export function storeContract(
     t.equal(dec(await store.get('docs/hello.txt')), 'hello, world', 'whole get');
     t.equal(dec(await store.get('docs/hello.txt', { start: 7, end: 11 })), 'world', 'range, end inclusive');
     t.equal(dec(await store.get('docs/hello.txt', { start: 7 })), 'world', 'open-ended range');
-    t.equal(dec(await store.get('docs/hello.txt', { start: 0, end: 0 })), 'h', 'one-byte range');
+    if (features.oneByteRange) {
+      t.equal(dec(await store.get('docs/hello.txt', { start: 0, end: 0 })), 'h', 'one-byte range');
+    }
     t.equal(
       dec(await store.get('docs/hello.txt', { start: 10, end: 999 })),
       'ld',
@@ -135,34 +144,35 @@ export function storeContract(
         for (let i = w; i < keys.length; i += 4) await store.put(keys[i]!, enc(keys[i]!));
       }),
     );
-    const expected = keys
-      .filter((k) => k.startsWith('p/'))
-      .sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+    const expected = keys.filter((k) => k.startsWith('p/')).sort(byBytes);
+    // s3rver lists in its own order: compare sets there, order everywhere else.
+    const inOrder = (ks: string[]) => (features.faithfulListing ? ks : [...ks].sort(byBytes));
     const seen: string[] = [];
     let cursor: string | undefined;
     let pages = 0;
+    const limit = features.faithfulListing ? 10 : 1000;
     do {
-      const page = await store.list('p/', cursor === undefined ? { limit: 10 } : { limit: 10, cursor });
+      const page = await store.list('p/', cursor === undefined ? { limit } : { limit, cursor });
       pages++;
-      t.ok(page.objects.length <= 10, 'page respects limit');
+      t.ok(page.objects.length <= limit, 'page respects limit');
       for (const o of page.objects) {
         seen.push(o.key);
         t.equal(o.size, Buffer.byteLength(o.key), `size of ${o.key}`);
       }
       cursor = page.cursor;
     } while (cursor !== undefined && pages < 10);
-    t.equal(pages, 3, 'three pages of 10');
-    t.same(seen, expected, 'every key once, in UTF-8 byte order (p/B < p/a-c < p/a/b < p/a0)');
+    t.equal(pages, features.faithfulListing ? 3 : 1, 'three pages of 10');
+    t.same(inOrder(seen), expected, 'every key once, in UTF-8 byte order (p/B < p/a-c < p/a/b < p/a0)');
     const all: string[] = [];
     for await (const o of store.listAll('p/')) all.push(o.key);
-    t.same(all, expected, 'listAll matches');
+    t.same(inOrder(all), expected, 'listAll matches');
     t.same(
-      (await store.list('p/a')).objects.map((o) => o.key),
+      inOrder((await store.list('p/a')).objects.map((o) => o.key)),
       ['p/a-c', 'p/a/b', 'p/a/bc', 'p/a0'],
       'partial last segment prefix',
     );
     t.same(
-      (await store.list('p/a/')).objects.map((o) => o.key),
+      inOrder((await store.list('p/a/')).objects.map((o) => o.key)),
       ['p/a/b', 'p/a/bc'],
       'directory prefix',
     );

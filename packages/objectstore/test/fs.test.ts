@@ -11,6 +11,8 @@ const dec = (b: Uint8Array) => new TextDecoder().decode(b);
 
 storeContract(t, 'fs', async (t) => createFsStore({ root: join(tempDir(t), 'store') }), {
   conditionalWrites: true,
+  oneByteRange: true,
+  faithfulListing: true,
   streamMemoryBound: 8 * 1024 * 1024,
 });
 

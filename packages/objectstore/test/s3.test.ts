@@ -33,7 +33,7 @@ storeContract(
     createS3Store(
       storeOptions(shared, { prefix: `run-${randomBytes(4).toString('hex')}`, partSize: 5 * MIB }),
     ),
-  { conditionalWrites: strict, streamMemoryBound: 14 * MIB },
+  { conditionalWrites: strict, oneByteRange: strict, faithfulListing: strict, streamMemoryBound: 14 * MIB },
 );
 
 t.test('s3: keys live under the prefix and stores with other prefixes do not see them', async (t) => {

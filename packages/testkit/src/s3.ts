@@ -4,6 +4,8 @@
  * conditional writes; or s3rver as a fallback, which does not). When the file is absent or the
  * server does not answer, the helper runs `s3.sh start` itself once per process. When that fails
  * too, it throws: a missing server is a test failure (in CI and locally), never a skip.
+ * S3_ENDPOINT, S3_REGION, S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY and S3_KIND set in the environment
+ * take precedence over the file (to run the tests against another server).
  */
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -56,6 +58,9 @@ async function answers(endpoint: string): Promise<boolean> {
 let pending: Promise<S3Endpoint> | undefined;
 
 async function locate(): Promise<S3Endpoint> {
+  // S3_ENDPOINT etc. in the environment point the tests at another server (e.g. a local MinIO).
+  const fromEnv = parse(process.env as Record<string, string>);
+  if (fromEnv !== null) return fromEnv;
   const found = parse(readServiceEnv('s3'));
   if (found !== null && (await answers(found.endpoint))) return found;
   const script = join(repoRoot(), 'scripts', 'services', 's3.sh');

@@ -72,18 +72,25 @@ export function compareKeys(a: string, b: string): number {
   return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
 }
 
-/** Encodes a listing position (the last key returned) as an opaque cursor. */
-export function encodeCursor(lastKey: string): string {
-  return Buffer.from(`k:${lastKey}`, 'utf8').toString('base64url');
+/** A decoded list cursor: resume after a key ('k') or with a store's continuation token ('t'). */
+export interface Cursor {
+  kind: 'k' | 't';
+  value: string;
+}
+
+/** Encodes a listing position as an opaque cursor. */
+export function encodeCursor(kind: 'k' | 't', value: string): string {
+  return Buffer.from(`${kind}:${value}`, 'utf8').toString('base64url');
 }
 
 /** Decodes a cursor from `encodeCursor`; throws ERR_OBJECTSTORE_INVALID_KEY for a foreign cursor. */
-export function decodeCursor(cursor: string, where: string): string {
-  const text = /^[A-Za-z0-9_-]*$/.test(cursor) ? Buffer.from(cursor, 'base64url').toString('utf8') : '';
-  if (!text.startsWith('k:') || text.length === 2 || text.includes('\0')) {
+export function decodeCursor(cursor: string, where: string): Cursor {
+  const text = /^[A-Za-z0-9_-]+$/.test(cursor) ? Buffer.from(cursor, 'base64url').toString('utf8') : '';
+  const kind = text.slice(0, 2);
+  if ((kind !== 'k:' && kind !== 't:') || text.length === 2 || text.includes('\0')) {
     throw new ObjectStoreError('ERR_OBJECTSTORE_INVALID_KEY', `malformed list cursor on ${where}`);
   }
-  return text.slice(2);
+  return { kind: kind === 'k:' ? 'k' : 't', value: text.slice(2) };
 }
 
 /** Validates `limit` for list (1..1000, default 1000). */
