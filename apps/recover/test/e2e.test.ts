@@ -1,0 +1,251 @@
+// coffer-recover end to end, as a real process, on real archives written by @coffer/archive.
+import { existsSync, lstatSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { tempDir } from '@coffer/testkit';
+import t from 'tap';
+import { buildFixture, copyBucket, type Fixture } from './fixture.ts';
+import { runCli } from './helpers.ts';
+
+let f: Fixture;
+
+t.before(async () => {
+  f = await buildFixture(tempDir(t, 'coffer-recover-e2e-'));
+});
+
+const shardKey = (job: string, run: string, i: number) => `jobs/${job}/runs/${run}/shards/${String(i).padStart(6, '0')}.bin`;
+
+t.test('inspect lists jobs, runs, versions, signer, sizes; --json parses', async (t) => {
+  const r = await runCli(['inspect', '--from', f.bucket]);
+  t.equal(r.code, 0, r.stderr);
+  t.match(r.stdout, /job nightly/);
+  t.match(r.stdout, /job weekly/);
+  t.match(r.stdout, /r1 .*format 0\.1\.\d+ .*7 records.* ok/);
+  t.match(r.stdout, /w1 /);
+  t.match(r.stdout, f.signerFingerprint, 'full signer fingerprint listed for pinning');
+  t.notMatch(r.stdout, /docs\/readme\.txt/, 'no record names without a key');
+
+  const j = await runCli(['inspect', '--from', f.bucket, '--json']);
+  t.equal(j.code, 0);
+  const doc = JSON.parse(j.stdout);
+  t.equal(doc.ok, true);
+  t.same(doc.jobs, ['nightly', 'weekly']);
+  const r1 = doc.runs.find((x: { runId: string }) => x.runId === 'r1');
+  t.equal(r1.formatVersion.slice(0, 4), '0.1.');
+  t.equal(r1.signer, f.signerFingerprint);
+  t.equal(r1.records, f.records.length);
+  t.equal(r1.bytes, f.records.reduce((n, x) => n + x.data.byteLength, 0));
+  t.ok(r1.shards > 1, 'several shards');
+  t.equal(r1.check.status, 'ok');
+  const r2 = doc.runs.find((x: { runId: string }) => x.runId === 'r2');
+  t.equal(r2.prevRunId, 'r1');
+
+  const one = await runCli(['inspect', '--from', f.bucket, '--run', 'r1', '--key', f.breakGlassKey, '--json']);
+  t.equal(one.code, 0, one.stderr);
+  const d1 = JSON.parse(one.stdout);
+  t.same(
+    d1.records.map((x: { name: string }) => x.name),
+    f.records.map((x) => x.name),
+    'records listed with the key',
+  );
+  t.equal(d1.signer, f.signerFingerprint);
+
+  const nf = await runCli(['inspect', '--from', f.bucket, '--job', 'nope']);
+  t.equal(nf.code, 5);
+});
+
+t.test('verify: ok with break-glass, operational and no key; non-TTY prints no progress bar', async (t) => {
+  for (const key of [f.breakGlassKey, f.operationalKey]) {
+    const r = await runCli(['verify', '--from', f.bucket, '--run', 'r1', '--key', key]);
+    t.equal(r.code, 0, r.stderr);
+    t.match(r.stdout, /run r1 \(job nightly\): ok/);
+    t.notMatch(r.stderr, /\r/, 'no carriage returns: no progress bar when stderr is not a TTY');
+  }
+  const nk = await runCli(['verify', '--from', f.bucket, '--run', 'r1']);
+  t.equal(nk.code, 0, nk.stderr);
+  t.match(nk.stdout, /records not decrypted/);
+  const j = await runCli(['verify', '--from', f.bucket, '--run', 'r1', '--key', f.breakGlassKey, '--json']);
+  t.equal(j.code, 0);
+  const doc = JSON.parse(j.stdout);
+  t.equal(doc.verdict.ok, true);
+  t.equal(doc.verdict.checks.records, f.records.length);
+  const nf = await runCli(['verify', '--from', f.bucket, '--run', 'nope', '--key', f.breakGlassKey]);
+  t.equal(nf.code, 5, nf.stderr);
+  const nd = await runCli(['verify', '--from', join(f.dir, 'no-such-dir'), '--run', 'r1']);
+  t.equal(nd.code, 5);
+});
+
+t.test('extract writes every record byte for byte, inside DIR, refuses to overwrite', async (t) => {
+  const out = join(f.dir, 'out-all');
+  const r = await runCli(['extract', '--from', f.bucket, '--run', 'r1', '--key', f.breakGlassKey, '--to', out]);
+  t.equal(r.code, 0, r.stderr);
+  const expectPath: Record<string, string> = {
+    'docs/readme.txt': 'docs/readme.txt',
+    'docs/data.bin': 'docs/data.bin',
+    empty: 'empty',
+    'photos/🐈 cat.jpg': 'photos/🐈 cat.jpg',
+    '../escape.txt': '%2E%2E/escape.txt',
+    'logs/app.log': 'logs/app.log',
+    'user:42:profile': 'user%3A42%3Aprofile',
+  };
+  for (const rec of f.records) {
+    const p = join(out, ...expectPath[rec.name]!.split('/'));
+    t.ok(readFileSync(p).equals(rec.data), `${expectPath[rec.name]} byte-for-byte`);
+  }
+  t.notOk(existsSync(join(f.dir, 'escape.txt')), 'nothing escaped DIR');
+  t.equal(statSync(join(out, 'docs', 'readme.txt')).mode & 0o777, 0o640, 'mode from metadata');
+  t.equal(statSync(join(out, 'docs', 'readme.txt')).mtime.toISOString(), '2024-01-02T03:04:05.000Z', 'mtime');
+
+  const again = await runCli(['extract', '--from', f.bucket, '--run', 'r1', '--key', f.breakGlassKey, '--to', out]);
+  t.equal(again.code, 7, 'refuses to overwrite');
+  t.match(again.stderr, /already exists; refusing to overwrite/);
+  writeFileSync(join(out, 'empty'), 'changed');
+  const forced = await runCli(['extract', '--from', f.bucket, '--run', 'r1', '--key', f.breakGlassKey, '--to', out, '--force']);
+  t.equal(forced.code, 0, forced.stderr);
+  t.equal(readFileSync(join(out, 'empty'), 'utf8'), '', 'replaced with --force');
+});
+
+t.test('extract selection: --include, --exclude, --record; --json', async (t) => {
+  const run = async (name: string, ...sel: string[]) => {
+    const out = join(f.dir, name);
+    const r = await runCli(['extract', '--from', f.bucket, '--run', 'r1', '--key', f.breakGlassKey, '--to', out, '--json', ...sel]);
+    return { r, out };
+  };
+  let { r, out } = await run('sel-include', '--include', 'docs/', '--include', 'logs/');
+  t.equal(r.code, 0, r.stderr);
+  t.same(JSON.parse(r.stdout).written.map((w: { name: string }) => w.name).sort(), ['docs/data.bin', 'docs/readme.txt', 'logs/app.log']);
+  t.same(readdirSync(out).sort(), ['docs', 'logs']);
+  ({ r, out } = await run('sel-exclude', '--exclude', 'docs/', '--exclude', '..'));
+  t.equal(r.code, 0, r.stderr);
+  t.same(readdirSync(out).sort(), ['empty', 'logs', 'photos', 'user%3A42%3Aprofile']);
+  ({ r, out } = await run('sel-record', '--record', 'photos/🐈 cat.jpg'));
+  t.equal(r.code, 0, r.stderr);
+  t.same(readdirSync(join(out, 'photos')), ['🐈 cat.jpg']);
+  t.equal(JSON.parse(r.stdout).records, 1);
+  ({ r } = await run('sel-missing', '--record', 'no/such/record'));
+  t.equal(r.code, 5);
+  t.equal(JSON.parse(r.stdout).error.code, 'ERR_RECOVER_NOT_FOUND');
+  ({ r } = await run('sel-conflict', '--record', 'empty', '--include', 'x'));
+  t.equal(r.code, 2, 'usage error');
+});
+
+t.test('records from several namespaces get binding/namespace directories', async (t) => {
+  const out = join(f.dir, 'out-weekly');
+  const r = await runCli(['extract', '--from', f.bucket, '--run', 'w1', '--key', f.breakGlassKey, '--to', out]);
+  t.equal(r.code, 0, r.stderr);
+  t.equal(readFileSync(join(out, 'main', 'a', 'same'), 'utf8'), 'from main');
+  t.equal(readFileSync(join(out, 'main', 'b', 'same'), 'utf8'), 'from other');
+});
+
+t.test('--pin-signer: the right fingerprint passes, another exits 8', async (t) => {
+  const ok = await runCli(['verify', '--from', f.bucket, '--run', 'r1', '--key', f.breakGlassKey, '--pin-signer', f.signerFingerprint]);
+  t.equal(ok.code, 0, ok.stderr);
+  t.match(ok.stdout, /pinned signer/);
+  const other = `sha384:${'ab'.repeat(48)}`;
+  for (const cmd of [
+    ['verify', '--from', f.bucket, '--run', 'r1', '--key', f.breakGlassKey],
+    ['verify', '--from', f.bucket, '--run', 'r1'],
+    ['extract', '--from', f.bucket, '--run', 'r1', '--key', f.breakGlassKey, '--to', join(f.dir, 'pin-out')],
+    ['inspect', '--from', f.bucket, '--run', 'r1'],
+  ]) {
+    const r = await runCli([...cmd, '--pin-signer', other]);
+    t.equal(r.code, 8, `${cmd[0]} exits 8`);
+    t.match(r.stderr, /ERR_RECOVER_SIGNER_NOT_PINNED/);
+  }
+  t.notOk(existsSync(join(f.dir, 'pin-out')) && readdirSync(join(f.dir, 'pin-out')).length > 0, 'nothing extracted');
+  const bad = await runCli(['verify', '--from', f.bucket, '--run', 'r1', '--pin-signer', 'sha384:xyz']);
+  t.equal(bad.code, 2, 'malformed fingerprint is a usage error');
+});
+
+t.test('key problems exit 4', async (t) => {
+  const dir = tempDir(t, 'coffer-recover-keys-');
+  const other = join(dir, 'other.key');
+  t.equal((await runCli(['keygen', '--out', other])).code, 0);
+  const wrong = await runCli(['verify', '--from', f.bucket, '--run', 'r1', '--key', other]);
+  t.equal(wrong.code, 4, wrong.stderr);
+  t.match(wrong.stderr, /ERR_RECOVER_KEY/);
+  const wrongX = await runCli(['extract', '--from', f.bucket, '--run', 'r1', '--key', other, '--to', join(dir, 'o')]);
+  t.equal(wrongX.code, 4);
+  const pub = await runCli(['verify', '--from', f.bucket, '--run', 'r1', '--key', `${f.breakGlassKey}.pub`]);
+  t.equal(pub.code, 4);
+  t.match(pub.stderr, /is a public key; pass the secret key file/);
+  const missing = await runCli(['verify', '--from', f.bucket, '--run', 'r1', '--key', join(dir, 'absent.key')]);
+  t.equal(missing.code, 4);
+  t.match(missing.stderr, /no such file/);
+  writeFileSync(join(dir, 'garbage.key'), 'not a key at all\n');
+  const garbage = await runCli(['verify', '--from', f.bucket, '--run', 'r1', '--key', join(dir, 'garbage.key')]);
+  t.equal(garbage.code, 4);
+  const stdin = await runCli(['verify', '--from', f.bucket, '--run', 'r1', '--key', '-'], {
+    input: readFileSync(f.breakGlassKey, 'utf8'),
+  });
+  t.equal(stdin.code, 0, `--key - reads stdin: ${stdin.stderr}`);
+});
+
+t.test('a tampered shard: verify exits 3 naming the object; extract never shows the bad record', async (t) => {
+  const bucket = copyBucket(f, 'bucket-tampered');
+  const key = shardKey('nightly', 'r1', 1);
+  const file = join(bucket, ...key.split('/'));
+  const bytes = readFileSync(file);
+  bytes[Math.floor(bytes.length / 2)]! ^= 0x01;
+  writeFileSync(file, bytes);
+  for (const withKey of [true, false]) {
+    const r = await runCli(['verify', '--from', bucket, '--run', 'r1', ...(withKey ? ['--key', f.breakGlassKey] : [])]);
+    t.equal(r.code, 3, `verify exits 3 (key: ${withKey})`);
+    const lines = r.stderr.trim().split('\n').filter((l) => l.includes('ERR_RECOVER_VERIFY_FAILED'));
+    t.equal(lines.length, 1, 'one error line');
+    t.match(lines[0], key, 'the line names the tampered object');
+  }
+  const j = await runCli(['verify', '--from', bucket, '--run', 'r1', '--key', f.breakGlassKey, '--json']);
+  const doc = JSON.parse(j.stdout);
+  t.equal(doc.ok, false);
+  t.equal(doc.error.code, 'ERR_RECOVER_VERIFY_FAILED');
+  t.equal(doc.error.object, key);
+  const out = join(f.dir, 'out-tampered');
+  const x = await runCli(['extract', '--from', bucket, '--run', 'r1', '--key', f.breakGlassKey, '--to', out]);
+  t.equal(x.code, 3);
+  t.notOk(existsSync(join(out, 'docs', 'data.bin')), 'the record in the tampered shard never appears');
+  for (const name of existsSync(join(out, 'docs')) ? readdirSync(join(out, 'docs')) : []) {
+    t.notMatch(name, /\.tmp$/, 'no temporary file left');
+  }
+});
+
+t.test('a missing shard exits 3', async (t) => {
+  const bucket = copyBucket(f, 'bucket-missing');
+  rmSync(join(bucket, ...shardKey('nightly', 'r1', 0).split('/')));
+  const r = await runCli(['verify', '--from', bucket, '--run', 'r1', '--key', f.breakGlassKey]);
+  t.equal(r.code, 3, r.stderr);
+  t.match(r.stderr, shardKey('nightly', 'r1', 0));
+});
+
+t.test('a doctored format version exits 6 (the specification requires it)', async (t) => {
+  const bucket = copyBucket(f, 'bucket-version');
+  const manifest = join(bucket, 'jobs', 'nightly', 'runs', 'r1', 'manifest.json');
+  const doc = JSON.parse(readFileSync(manifest, 'utf8'));
+  doc.formatVersion = '0.2.0';
+  writeFileSync(manifest, JSON.stringify(doc));
+  for (const cmd of [
+    ['verify', '--from', bucket, '--run', 'r1', '--key', f.breakGlassKey],
+    ['verify', '--from', bucket, '--run', 'r1'],
+    ['extract', '--from', bucket, '--run', 'r1', '--key', f.breakGlassKey, '--to', join(f.dir, 'out-version')],
+    ['inspect', '--from', bucket, '--run', 'r1'],
+  ]) {
+    const r = await runCli(cmd);
+    t.equal(r.code, 6, `${cmd[0]} exits 6: ${r.stderr}`);
+    t.match(r.stderr, /ERR_RECOVER_UNSUPPORTED_VERSION/);
+  }
+  const list = await runCli(['inspect', '--from', bucket, '--json']);
+  t.equal(list.code, 0, 'listing still works');
+  const r1 = JSON.parse(list.stdout).runs.find((x: { runId: string }) => x.runId === 'r1');
+  t.equal(r1.formatVersion, '0.2.0', 'inspect shows the version it found');
+  t.equal(r1.check.exitCode, 6);
+});
+
+t.test('usage errors exit 2; help and version exit 0', async (t) => {
+  t.equal((await runCli([])).code, 0);
+  t.equal((await runCli(['help', 'extract'])).code, 0);
+  t.equal((await runCli(['version'])).code, 0);
+  t.equal((await runCli(['frobnicate'])).code, 2);
+  t.equal((await runCli(['verify', '--from', f.bucket])).code, 2, 'missing --run');
+  t.equal((await runCli(['extract', '--from', f.bucket, '--run', 'r1', '--key', f.breakGlassKey])).code, 2, 'missing --to');
+  t.equal((await runCli(['verify', '--from', f.bucket, '--run', 'r1', '--endpoint', 'http://127.0.0.1:1'])).code, 2);
+  t.ok(lstatSync(f.bucket).isDirectory());
+});
