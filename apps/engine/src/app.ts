@@ -18,12 +18,15 @@
  *   with the specification's plaintext 426 (conventions.ts); no route ever runs over them.
  */
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createFsStore } from '@coffer/objectstore';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { createAdminTokenChecker } from './auth/admin-token.ts';
 import { createPerimeterVerifier } from './auth/perimeter.ts';
 import type { EngineConfig } from './config.ts';
 import type { EngineContext } from './context.ts';
+import { EngineError } from './errors.ts';
 import { type EngineKeys, loadKeys } from './keys.ts';
 import authPlugin from './plugins/auth.ts';
 import capabilityPlugin from './plugins/capability.ts';
@@ -72,6 +75,23 @@ function httpsOptions(config: EngineConfig) {
   };
 }
 
+/** The embedded default destination: the local filesystem under `<data dir>/destination`. */
+function defaultDestination(config: EngineConfig) {
+  const root = join(config.dataDir, 'destination');
+  try {
+    mkdirSync(root, { recursive: true, mode: 0o700 });
+  } catch (err) {
+    throw new EngineError(
+      'ERR_ENGINE_DATA_DIR',
+      'cannot create the default destination in the data directory',
+      {
+        cause: err,
+      },
+    );
+  }
+  return createFsStore({ root });
+}
+
 /** Builds the engine (not listening). Throws ConfigError / EngineError from key loading. */
 export async function buildApp(options: BuildAppOptions): Promise<FastifyInstance> {
   const { config } = options;
@@ -102,6 +122,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     keys,
     state,
     adminToken: createAdminTokenChecker(config.adminToken, config.adminTokenDisabled),
+    destinations: new Map([['default', defaultDestination(config)]]),
     startedAt: new Date(),
   };
   app.decorate('engine', context);

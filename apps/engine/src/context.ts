@@ -2,6 +2,7 @@
  * What every route can reach through `app.engine`: the configuration, the keys' presence, the
  * state store, and the admin-token checker. Secrets stay inside; routes report presence only.
  */
+import type { ObjectStore } from '@coffer/objectstore';
 import type { AdminTokenChecker } from './auth/admin-token.ts';
 import type { EngineConfig } from './config.ts';
 import type { EngineKeys } from './keys.ts';
@@ -12,6 +13,8 @@ export interface EngineContext {
   keys: EngineKeys;
   state: State;
   adminToken: AdminTokenChecker;
+  /** Destinations by id; `default` is the local filesystem under `<data dir>/destination`. */
+  destinations: ReadonlyMap<string, ObjectStore>;
   startedAt: Date;
 }
 

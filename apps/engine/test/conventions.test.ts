@@ -1,5 +1,5 @@
 import { tempDir } from '@coffer/testkit';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { buildApp } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
 import { BASE_HARDENING, FULL_HARDENING } from '../src/plugins/conventions.ts';
@@ -9,7 +9,7 @@ import { baseEnv, http, type Reply, startEngine } from './helpers/engine.ts';
 const ORIGIN = 'https://console.coffer.test';
 const OPTIONAL_FULL = ['strict-transport-security', 'cache-control', 'pragma'];
 
-function hasSet(t: Tap.Test, r: Reply, set: Readonly<Record<string, string>>, label: string) {
+function hasSet(t: Test, r: Reply, set: Readonly<Record<string, string>>, label: string) {
   for (const [name, value] of Object.entries(set)) t.equal(r.headers.get(name), value, `${label}: ${name}`);
 }
 

@@ -54,6 +54,7 @@ export default async function statusRoutes(app: FastifyInstance): Promise<void> 
         tlsTerminatedByEngine: config.tls !== undefined,
         database: state.backend,
         restoreRootsConfigured: config.restoreRoots.length > 0,
+        destinations: [...app.engine.destinations.keys()],
         demo: config.demo,
         startedAt: app.engine.startedAt.toISOString(),
       };
