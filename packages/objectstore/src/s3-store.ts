@@ -243,7 +243,7 @@ class S3Store implements ObjectStore {
         }),
       );
       upload = undefined;
-      return done.ETag === undefined ? {} : { etag: done.ETag };
+      return done.ETag ? { etag: done.ETag } : {};
     } catch (err) {
       if (upload !== undefined) {
         const id = upload.id;
@@ -281,7 +281,7 @@ class S3Store implements ObjectStore {
           ...(options.ifNoneMatch === '*' ? { IfNoneMatch: '*' } : {}),
         }),
       );
-      return out.ETag === undefined ? {} : { etag: out.ETag };
+      return out.ETag ? { etag: out.ETag } : {};
     } catch (err) {
       throw this.#fail(err, 'put', key);
     }
