@@ -4,7 +4,7 @@
  * fixed one-line `reason`. Five reasons are members of the specification's closed list of
  * failed-run reasons and are reproduced verbatim (see SPEC_FAILURE_REASONS); the engine uses them
  * as the run's failure reason. Messages never contain key material or backup bytes: they are built
- * only from codes, store keys, record names the caller chose, and sizes.
+ * only from codes, store keys, record positions (never record names, which are sealed) and sizes.
  */
 
 /** Every error code this package throws. */

@@ -468,7 +468,7 @@ class RunReader implements OpenedRun {
     if (formatDigest(hash.digest()) !== entry.sha384) {
       throw new ArchiveError('ERR_ARCHIVE_RECORD_TAMPERED', {
         object: layout.shard(doc.job, doc.runId, entry.shard),
-        detail: `record ${entry.seq} ${JSON.stringify(entry.name)}`,
+        detail: `record ${entry.seq}`,
       });
     }
   }

@@ -142,7 +142,7 @@ function checkMetadata(m: unknown): RecordMetadata {
       typeof v !== 'boolean' &&
       !(typeof v === 'number' && Number.isFinite(v))
     ) {
-      throw invalid(`metadata.${k} must be a string, finite number, boolean or null`);
+      throw invalid('metadata values must be strings, finite numbers, booleans or null');
     }
     out[k] = v;
   }
@@ -251,9 +251,10 @@ class Writer implements ArchiveWriter {
   private async consume(record: RecordInput, name: string, metadata: RecordMetadata): Promise<RecordResult> {
     const partial = this.expectPartial;
     this.expectPartial = null;
+    const cur0 = this.lines.length;
     if (partial !== null && partial.name !== name) {
       throw new ArchiveError('ERR_ARCHIVE_RESUME_DIVERGENT', {
-        detail: `the checkpoint stopped inside another record (expected record ${JSON.stringify(partial.name)})`,
+        detail: `the checkpoint stopped inside record ${cur0} and another record was fed`,
       });
     }
     const cur: CurrentRecord = partial
@@ -286,7 +287,7 @@ class Writer implements ArchiveWriter {
     const checkPrefix = () => {
       if (partial && toHex(cur.hash.copy().digest()) !== partial.prefixSha384) {
         throw new ArchiveError('ERR_ARCHIVE_RESUME_DIVERGENT', {
-          detail: `record ${JSON.stringify(name)} changed since the checkpoint`,
+          detail: `record ${cur.seq} changed since the checkpoint`,
         });
       }
     };
@@ -299,7 +300,7 @@ class Writer implements ArchiveWriter {
       } catch (e) {
         if (e instanceof ArchiveError) throw e;
         throw new ArchiveError('ERR_ARCHIVE_SOURCE_READ', {
-          detail: `record ${JSON.stringify(name)}`,
+          detail: `record ${cur.seq}`,
           cause: e,
         });
       }
@@ -316,12 +317,11 @@ class Writer implements ArchiveWriter {
         if (skip === 0) checkPrefix();
         if (chunk.length === 0) continue;
       }
-      cur.hash.update(chunk);
       await this.write(chunk, cur);
     }
     if (skip > 0) {
       throw new ArchiveError('ERR_ARCHIVE_RESUME_DIVERGENT', {
-        detail: `record ${JSON.stringify(name)} is shorter than when the checkpoint was taken`,
+        detail: `record ${cur.seq} is shorter than when the checkpoint was taken`,
       });
     }
     const digest = formatDigest(cur.hash.digest());
@@ -352,7 +352,10 @@ class Writer implements ArchiveWriter {
     let o = 0;
     while (o < chunk.length) {
       const n = Math.min(chunk.length - o, this.buf.length - this.fill);
-      this.buf.set(chunk.subarray(o, o + n), this.fill);
+      const piece = chunk.subarray(o, o + n);
+      // Hashed piece by piece so a checkpoint's prefix digest covers exactly the bytes sealed.
+      cur.hash.update(piece);
+      this.buf.set(piece, this.fill);
       this.fill += n;
       o += n;
       cur.bytes += n;
@@ -484,6 +487,8 @@ class Writer implements ArchiveWriter {
     this.state = 'aborted';
     await Promise.allSettled(this.inFlight);
     this.inFlight = [];
+    // Let every onShard callback for a stored shard run (the caller may save checkpoints there).
+    await this.shardChain.catch(() => undefined);
   }
 
   async finish(): Promise<RunSummary> {
@@ -491,7 +496,7 @@ class Writer implements ArchiveWriter {
     if (this.expectPartial !== null) {
       throw this.fail(
         new ArchiveError('ERR_ARCHIVE_RESUME_DIVERGENT', {
-          detail: `the checkpoint stopped inside record ${JSON.stringify(this.expectPartial.name)}, which was not fed again`,
+          detail: `the checkpoint stopped inside record ${this.lines.length}, which was not fed again`,
         }),
       );
     }

@@ -44,7 +44,10 @@ t.test('many small records, empty records and unicode names round-trip', async (
     t.equal(all.length, records.length);
     let same = true;
     for (let i = 0; i < all.length; i++) {
-      if (all[i]!.entry.name !== records[i]!.name || Buffer.compare(all[i]!.body, records[i]!.body) !== 0)
+      if (
+        all[i]!.entry.name !== records[i]!.name ||
+        Buffer.compare(all[i]!.body, records[i]!.body as Uint8Array) !== 0
+      )
         same = false;
     }
     t.ok(same, 'every record and name equal');

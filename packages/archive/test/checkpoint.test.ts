@@ -1,0 +1,231 @@
+/** Checkpoint export / resume, and the writer's refusals (truncated, misordered, divergent). */
+import { generateRecipient, generateSigner } from '@coffer/crypto';
+import t from 'tap';
+import {
+  createArchiveWriter,
+  openRun,
+  type RecordInput,
+  resumeArchiveWriter,
+  verifyRun,
+} from '../src/index.ts';
+import { fsStore, keys, pseudoRandom, readAll, sealRun, text, writerOptions } from './helpers.ts';
+
+function records(): RecordInput[] {
+  const out: RecordInput[] = [];
+  for (let i = 0; i < 60; i++)
+    out.push({ name: `r/${i}`, body: i % 3 === 0 ? text(9_000 + i, i) : pseudoRandom(7_000 + i * 13, i) });
+  out.splice(20, 0, { name: 'large', body: pseudoRandom(300_000, 99) });
+  return out;
+}
+
+async function* pieces(b: Uint8Array) {
+  for (let o = 0; o < b.length; o += 10_000) yield b.subarray(o, o + 10_000);
+}
+
+t.test('checkpoint export / resume equals an uninterrupted run (resume inside a record)', async (t) => {
+  const k = keys();
+  const all = records();
+  const { store: plainStore } = fsStore(t);
+  await sealRun(plainStore, k, all, { shardSize: 64 * 1024 });
+  const expected = (
+    await readAll(await openRun(plainStore, { runId: 'run-0001', secretKey: k.operational.secretKey }))
+  ).map((r) => [r.entry.name, r.entry.sha384, r.entry.shard, r.entry.offset]);
+
+  const { store } = fsStore(t);
+  let checkpoint: Uint8Array | null = null;
+  let shardsSeen = 0;
+  const w = await createArchiveWriter(
+    writerOptions(store, k, {
+      shardSize: 64 * 1024,
+      onShard: async () => {
+        shardsSeen++;
+        // Keep the checkpoint taken inside the large record (shard 4 or so).
+        if (shardsSeen === 5) checkpoint = await w.exportCheckpoint();
+      },
+    }),
+  );
+  // Simulate a crash: feed records up to and partway into the large one, then stop.
+  for (const r of all.slice(0, 20)) await w.addRecord(r);
+  const large = all[20]!.body as Uint8Array;
+  await t.rejects(
+    w.addRecord({
+      name: 'large',
+      body: (async function* () {
+        yield* pieces(large.subarray(0, 250_000));
+        throw new Error('source connection reset');
+      })(),
+    }),
+    { code: 'ERR_ARCHIVE_SOURCE_READ' },
+  );
+  await w.abort();
+  t.ok(checkpoint, 'a checkpoint was exported');
+
+  const { writer, resume } = await resumeArchiveWriter(checkpoint!, {
+    store,
+    signerSecretKey: k.signer.secretKey,
+    operationalSecretKey: k.operational.secretKey,
+  });
+  t.equal(resume.job, 'job-a');
+  t.equal(resume.recordsDone, 20);
+  t.equal(resume.lastRecordName, 'r/19');
+  t.equal(resume.partial?.name, 'large');
+  t.ok(resume.partial!.bytesDone > 0 && resume.partial!.bytesDone < 300_000);
+  for (const r of all.slice(resume.recordsDone))
+    await writer.addRecord({ ...r, body: pieces(r.body as Uint8Array) });
+  await writer.finish();
+  const got = (
+    await readAll(await openRun(store, { runId: 'run-0001', secretKey: k.breakGlass.secretKey }))
+  ).map((r) => [r.entry.name, r.entry.sha384, r.entry.shard, r.entry.offset]);
+  t.same(got, expected);
+  t.equal((await verifyRun(store, { runId: 'run-0001', secretKey: k.operational.secretKey })).ok, true);
+});
+
+t.test('resume refuses a different record or changed bytes mid-record', async (t) => {
+  const k = keys();
+  const { store } = fsStore(t);
+  let checkpoint: Uint8Array | null = null;
+  const w = await createArchiveWriter(
+    writerOptions(store, k, {
+      shardSize: 64 * 1024,
+      onShard: async () => {
+        checkpoint ??= await w.exportCheckpoint();
+      },
+    }),
+  );
+  await w.addRecord({ name: 'big', body: pseudoRandom(200_000, 5) });
+  await w.abort();
+  const opts = { store, signerSecretKey: k.signer.secretKey, operationalSecretKey: k.operational.secretKey };
+  const a = await resumeArchiveWriter(checkpoint!, opts);
+  t.equal(a.resume.partial?.name, 'big');
+  await t.rejects(a.writer.addRecord({ name: 'other', body: new Uint8Array(3) }), {
+    code: 'ERR_ARCHIVE_RESUME_DIVERGENT',
+    reason: 'resume state divergent (mid-record resume refused)',
+  });
+  const b = await resumeArchiveWriter(checkpoint!, opts);
+  await t.rejects(b.writer.addRecord({ name: 'big', body: pseudoRandom(200_000, 6) }), {
+    code: 'ERR_ARCHIVE_RESUME_DIVERGENT',
+  });
+  const c = await resumeArchiveWriter(checkpoint!, opts);
+  await t.rejects(c.writer.finish(), { code: 'ERR_ARCHIVE_RESUME_DIVERGENT' });
+  const d = await resumeArchiveWriter(checkpoint!, opts);
+  await d.writer.addRecord({ name: 'big', body: pseudoRandom(200_000, 5) });
+  await d.writer.finish();
+  t.equal((await verifyRun(store, { runId: 'run-0001', secretKey: k.operational.secretKey })).ok, true);
+});
+
+t.test('an unreadable checkpoint gives the spec reason', async (t) => {
+  const k = keys();
+  const { store } = fsStore(t);
+  const w = await createArchiveWriter(writerOptions(store, k));
+  await w.addRecord({ name: 'a', body: new Uint8Array(10) });
+  const cp = await w.exportCheckpoint();
+  const reason = 'checkpoint unwrap failed (resume state unreadable; signer may have rotated)';
+  const rotated = generateSigner();
+  await t.rejects(
+    resumeArchiveWriter(cp, {
+      store,
+      signerSecretKey: rotated.secretKey,
+      operationalSecretKey: k.operational.secretKey,
+    }),
+    {
+      code: 'ERR_ARCHIVE_CHECKPOINT_UNREADABLE',
+      reason,
+    },
+  );
+  await t.rejects(
+    resumeArchiveWriter(cp, {
+      store,
+      signerSecretKey: k.signer.secretKey,
+      operationalSecretKey: generateRecipient().secretKey,
+    }),
+    { code: 'ERR_ARCHIVE_CHECKPOINT_UNREADABLE', reason },
+  );
+  const bad = new Uint8Array(cp);
+  bad[bad.length - 5] ^= 1;
+  await t.rejects(
+    resumeArchiveWriter(bad, {
+      store,
+      signerSecretKey: k.signer.secretKey,
+      operationalSecretKey: k.operational.secretKey,
+    }),
+    {
+      code: 'ERR_ARCHIVE_CHECKPOINT_UNREADABLE',
+    },
+  );
+  await t.rejects(
+    resumeArchiveWriter(new Uint8Array(5), {
+      store,
+      signerSecretKey: k.signer.secretKey,
+      operationalSecretKey: k.operational.secretKey,
+    }),
+    { code: 'ERR_ARCHIVE_CHECKPOINT_UNREADABLE' },
+  );
+});
+
+t.test('refuses to sign a truncated archive', async (t) => {
+  const k = keys();
+  const { store } = fsStore(t);
+  const w = await createArchiveWriter(
+    writerOptions(store, k, {
+      shardSize: 64 * 1024,
+      onShard: async (e) => {
+        if (e.index === 1) await store.delete('jobs/job-a/runs/run-0001/shards/000000.bin');
+      },
+    }),
+  );
+  await w.addRecord({ name: 'a', body: pseudoRandom(300_000, 1) });
+  await t.rejects(w.finish(), {
+    code: 'ERR_ARCHIVE_TRUNCATED',
+    reason: 'shard enumeration incomplete (refused to sign a truncated archive)',
+    object: 'jobs/job-a/runs/run-0001/shards/000000.bin',
+  });
+  t.equal(await store.head('jobs/job-a/runs/run-0001/manifest.json'), null, 'nothing signed');
+  t.equal(await store.head('jobs/job-a/runs/run-0001/manifest.sig'), null);
+});
+
+t.test('refuses to seal a misordered archive (shard id overflow)', async (t) => {
+  const k = keys();
+  const { store } = fsStore(t);
+  const w = await createArchiveWriter(writerOptions(store, k, { shardSize: 64 * 1024, maxShards: 2 }));
+  await t.rejects(w.addRecord({ name: 'a', body: pseudoRandom(300_000, 1) }), {
+    code: 'ERR_ARCHIVE_SHARD_ID_OVERFLOW',
+    reason: 'shard id overflow (refused to seal a misordered archive)',
+  });
+  await t.rejects(w.finish(), { code: 'ERR_ARCHIVE_SHARD_ID_OVERFLOW' });
+  t.equal(await store.head('jobs/job-a/runs/run-0001/manifest.json'), null);
+});
+
+t.test('writer misuse and sealed runs', async (t) => {
+  const k = keys();
+  const { store } = fsStore(t);
+  await sealRun(store, k, [{ name: 'a', body: new Uint8Array(1) }]);
+  await t.rejects(createArchiveWriter(writerOptions(store, k)), { code: 'ERR_ARCHIVE_INVALID_ARGUMENT' });
+  await t.rejects(createArchiveWriter(writerOptions(store, k, { job: '../x' })), {
+    code: 'ERR_ARCHIVE_INVALID_ARGUMENT',
+  });
+  await t.rejects(createArchiveWriter(writerOptions(store, k, { runId: 'a/b' })), {
+    code: 'ERR_ARCHIVE_INVALID_ARGUMENT',
+  });
+  await t.rejects(
+    createArchiveWriter(
+      writerOptions(store, k, {
+        runId: 'r2',
+        recipients: { operational: k.operational.publicKey, breakGlass: k.operational.publicKey },
+      }),
+    ),
+    { code: 'ERR_ARCHIVE_INVALID_ARGUMENT' },
+  );
+  const w = await createArchiveWriter(writerOptions(store, k, { runId: 'r2' }));
+  await t.rejects(w.addRecord({ name: '', body: new Uint8Array(0) }), {
+    code: 'ERR_ARCHIVE_INVALID_ARGUMENT',
+  });
+  await t.rejects(w.addRecord({ name: 'bad\ud800', body: new Uint8Array(0) }), {
+    code: 'ERR_ARCHIVE_INVALID_ARGUMENT',
+  });
+  await w.addRecord({ name: 'ok', body: new Uint8Array(0) });
+  await w.finish();
+  await t.rejects(w.addRecord({ name: 'late', body: new Uint8Array(0) }), {
+    code: 'ERR_ARCHIVE_INVALID_STATE',
+  });
+  await t.rejects(w.finish(), { code: 'ERR_ARCHIVE_INVALID_STATE' });
+});
