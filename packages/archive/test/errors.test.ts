@@ -110,12 +110,12 @@ t.test('a planted marker secret never appears in an error', async (t) => {
   for (const file of ['shards/000000.bin', 'index.bin']) {
     const p = join(root, 'jobs/job-a/runs/run-0001', file);
     const b = rf(p);
-    b[b.length >> 1] ^= 1;
+    b[b.length >> 1] = b[b.length >> 1]! ^ 1;
     wf(p, b);
     const v = await verifyRun(store, { runId: 'run-0001', secretKey: k.operational.secretKey });
     t.equal(v.ok, false);
     texts.push(JSON.stringify(v));
-    b[b.length >> 1] ^= 1;
+    b[b.length >> 1] = b[b.length >> 1]! ^ 1;
     wf(p, b);
   }
   t.ok(texts.length >= 12, `collected ${texts.length} error texts`);

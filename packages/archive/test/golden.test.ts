@@ -133,12 +133,18 @@ const cases: [string, (root: string) => void, string][] = [
   ],
   [
     'flip a byte in the Ed25519 half of the signature',
-    (r) => editSignature(r, (s) => void (s[10] = s[10]! ^ 1)),
+    (r) =>
+      editSignature(r, (s) => {
+        s[10] = s[10]! ^ 1;
+      }),
     `ERR_ARCHIVE_BAD_SIGNATURE ${RUN}/manifest.sig`,
   ],
   [
     'flip a byte in the ML-DSA-87 half of the signature',
-    (r) => editSignature(r, (s) => void (s[2000] = s[2000]! ^ 1)),
+    (r) =>
+      editSignature(r, (s) => {
+        s[2000] = s[2000]! ^ 1;
+      }),
     `ERR_ARCHIVE_BAD_SIGNATURE ${RUN}/manifest.sig`,
   ],
   [
