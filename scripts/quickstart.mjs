@@ -1,21 +1,145 @@
 #!/usr/bin/env node
-// `pnpm start`: until the engine exists, creates a break-glass key pair for the operator with
-// coffer-recover (outside any engine data dir) and prints what to do next.
-import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
+// `pnpm start`: runs the engine on embedded defaults for a first look.
+//  1. creates the operator's break-glass key pair OUTSIDE the engine's data dir, in
+//     .coffer-operator/ (with `coffer-recover keygen`, or @coffer/crypto when the CLI is not built);
+//  2. gives the engine only the public half (ENGINE_BREAK_GLASS_PUBLIC_KEY);
+//  3. uses ADMIN_TOKEN from the environment, or generates one once into
+//     .coffer-operator/admin-token (mode 0600);
+//  4. starts `node apps/engine/dist/main.js` (SQLite state and a local-filesystem destination
+//     under .coffer/), waits for GET /ready, creates the demo job over apps/engine/sample/;
+//  5. prints the URL, the admin token and next steps, and runs until Ctrl-C.
+import { spawn, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { chmodSync, createWriteStream, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const keyDir = join(root, '.coffer-operator');
-const keyFile = join(keyDir, 'break-glass.key');
-mkdirSync(keyDir, { recursive: true, mode: 0o700 });
-if (!existsSync(keyFile)) {
-  const r = spawnSync(
-    process.execPath,
-    [join(root, 'apps/recover/dist/cli.js'), 'keygen', '--out', keyFile],
-    { stdio: 'inherit' },
-  );
-  if (r.status !== 0) process.exit(r.status ?? 1);
+const operatorDir = join(root, '.coffer-operator');
+const keyFile = join(operatorDir, 'break-glass.key');
+const pubFile = `${keyFile}.pub`;
+const tokenFile = join(operatorDir, 'admin-token');
+const engineMain = join(root, 'apps/engine/dist/main.js');
+const recoverCli = join(root, 'apps/recover/dist/cli.js');
+const sampleDir = join(root, 'apps/engine/sample');
+
+function die(message) {
+  console.error(`quickstart: ${message}`);
+  process.exit(1);
 }
-console.log(`break-glass key: ${keyFile} (public half: ${keyFile}.pub)`);
+
+if (!existsSync(engineMain))
+  die('apps/engine/dist/main.js is missing; run `pnpm install && pnpm build` first');
+mkdirSync(operatorDir, { recursive: true, mode: 0o700 });
+
+// 1-2. Break-glass key pair for the operator (the engine only ever sees the .pub half).
+if (!existsSync(keyFile) || !existsSync(pubFile)) {
+  if (existsSync(recoverCli)) {
+    const r = spawnSync(process.execPath, [recoverCli, 'keygen', '--out', keyFile], { stdio: 'inherit' });
+    if (r.status !== 0) die(`coffer-recover keygen failed (exit ${r.status})`);
+  } else {
+    const requireFromEngine = createRequire(join(root, 'apps/engine/package.json'));
+    const crypto = await import(pathToFileURL(requireFromEngine.resolve('@coffer/crypto')).href);
+    const pair = crypto.generateRecipient();
+    writeFileSync(keyFile, crypto.encodeKeyFile('recipient-secret', pair.secretKey), {
+      mode: 0o600,
+      flag: 'wx',
+    });
+    writeFileSync(pubFile, crypto.encodeKeyFile('recipient-public', pair.publicKey), {
+      mode: 0o644,
+      flag: 'wx',
+    });
+  }
+  chmodSync(keyFile, 0o600);
+}
+
+// 3. Admin token: from the environment, else generated once and kept (0600) for the next start.
+let adminToken = process.env.ADMIN_TOKEN?.trim();
+if (!adminToken) {
+  if (!existsSync(tokenFile))
+    writeFileSync(tokenFile, `${randomBytes(32).toString('hex')}\n`, { mode: 0o600 });
+  chmodSync(tokenFile, 0o600);
+  adminToken = readFileSync(tokenFile, 'utf8').trim();
+}
+
+// 4. Start the engine on embedded defaults.
+const host = process.env.HOST ?? '127.0.0.1';
+const port = process.env.PORT ?? '8787';
+const dataDir = process.env.ENGINE_DATA_DIR ?? join(root, '.coffer');
+const logFile = join(operatorDir, 'engine.log');
+const env = {
+  ...process.env,
+  HOST: host,
+  PORT: port,
+  ENGINE_DATA_DIR: dataDir,
+  ADMIN_TOKEN: adminToken,
+  ENGINE_BREAK_GLASS_PUBLIC_KEY: process.env.ENGINE_BREAK_GLASS_PUBLIC_KEY ?? pubFile,
+};
+const engine = spawn(process.execPath, [engineMain], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+engine.stdout.pipe(createWriteStream(logFile, { flags: 'a' }));
+let stopping = false;
+engine.on('exit', (code, signal) => {
+  if (!stopping)
+    console.error(`quickstart: the engine exited (${signal ?? `status ${code}`}); see ${logFile}`);
+  process.exit(stopping ? 0 : (code ?? 1));
+});
+for (const sig of ['SIGINT', 'SIGTERM']) {
+  process.on(sig, () => {
+    stopping = true;
+    engine.kill('SIGTERM');
+  });
+}
+
+const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+let ready = false;
+for (let i = 0; i < 300 && !ready; i++) {
+  try {
+    ready = (await fetch(`${url}/ready`)).ok;
+  } catch {
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+if (!ready) {
+  engine.kill('SIGTERM');
+  die(`the engine did not answer ${url}/ready; see ${logFile}`);
+}
+
+const demoJob = {
+  id: 'demo',
+  name: 'Bundled sample directory',
+  cadenceSeconds: 3600,
+  source: { type: 'files', path: sampleDir },
+};
+const created = await fetch(`${url}/admin/jobs`, {
+  method: 'POST',
+  headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
+  body: JSON.stringify(demoJob),
+});
+const demoNote = created.ok
+  ? 'demo job "demo" created over apps/engine/sample/'
+  : `could not create the demo job (HTTP ${created.status})`;
+
+// 5. Tell the operator what they have and what to try next.
+const auth = process.env.ADMIN_TOKEN
+  ? '-H "Authorization: Bearer $ADMIN_TOKEN"'
+  : `-H "Authorization: Bearer $(cat ${tokenFile.replace(`${root}/`, '')})"`;
+const tokenShown = process.env.ADMIN_TOKEN ? '(from ADMIN_TOKEN)' : adminToken;
+console.log(`
+Coffer engine running at ${url}
+  admin token:        ${tokenShown}${process.env.ADMIN_TOKEN ? '' : `\n                      (kept in ${tokenFile})`}
+  break-glass key:    ${keyFile} (keep it offline; the engine has only ${pubFile})
+  engine data:        ${dataDir} (state, engine keys, default destination)
+  engine log:         ${logFile}
+  ${demoNote}
+
+Next steps:
+  curl ${url}/ready
+  curl ${auth} ${url}/admin/whoami
+  curl ${auth} ${url}/admin/setup-state
+  curl ${auth} ${url}/admin/jobs
+  curl ${auth} -H 'content-type: application/json' \\
+       -d '{"id":"home","cadenceSeconds":86400,"source":{"type":"files","path":"${process.env.HOME ?? '/home/you'}"}}' \\
+       ${url}/admin/jobs
+
+Ctrl-C stops the engine.`);
