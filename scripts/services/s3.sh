@@ -80,26 +80,38 @@ cmd_install() {
   have_radosgw || { echo "s3.sh: radosgw still missing after install" >&2; return 1; }
 }
 
-pid_alive() { [ -s "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+# True when the pid in file $1 is alive and its command line mentions $2 (a stale pid file must
+# never make us signal an unrelated process that reused the number).
+pid_alive() {
+  [ -s "$1" ] || return 1
+  local pid
+  pid=$(cat "$1")
+  kill -0 "$pid" 2>/dev/null && tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q -- "$2"
+}
 
 kill_pidfile() {
-  local file=$1 pid
-  [ -s "$file" ] || return 0
-  pid=$(cat "$file")
-  if kill -0 "$pid" 2>/dev/null; then
-    kill "$pid" 2>/dev/null || true
-    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  local file=$1 name=$2 signal=${3:-TERM} pid
+  if pid_alive "$file" "$name"; then
+    pid=$(cat "$file")
+    kill "-$signal" "$pid" 2>/dev/null || true
+    # A zombie (reaped late by a container's init) has an empty cmdline: it counts as gone.
+    for _ in $(seq 1 100); do
+      [ -n "$(tr -d '\0' < "/proc/$pid/cmdline" 2>/dev/null)" ] || break
+      sleep 0.1
+    done
     kill -9 "$pid" 2>/dev/null || true
   fi
   rm -f "$file"
 }
 
 stop_all() {
-  # Gateway first, then the OSD, then the monitor.
-  kill_pidfile "$dir/run/client.rgw.coffer.pid"
-  kill_pidfile "$dir/run/osd.0.pid"
-  kill_pidfile "$dir/run/mon.a.pid"
-  kill_pidfile "$dir/s3rver.pid"
+  # Gateway first, then the OSD, then the monitor. The gateway and the OSD get SIGKILL: their
+  # clean shutdown is slow (memstore would write every object to disk) and all data is thrown
+  # away on the next start anyway.
+  kill_pidfile "$dir/run/client.rgw.coffer.pid" radosgw KILL
+  kill_pidfile "$dir/run/osd.0.pid" ceph-osd KILL
+  kill_pidfile "$dir/run/mon.a.pid" ceph-mon
+  kill_pidfile "$dir/s3rver.pid" s3rver
 }
 
 fail_start() {
@@ -112,7 +124,7 @@ fail_start() {
 
 start_radosgw() {
   local ceph=(ceph -c "$conf" --connect-timeout 10)
-  rm -rf "$dir/mon" "$dir/osd" "$dir/run" "$dir/log"
+  rm -rf "$dir/mon" "$dir/osd" "$dir/run" "$dir/log" "$dir/monmap" "$dir/s3rver-data"
   mkdir -p "$dir/mon" "$dir/osd/osd.0" "$dir/run" "$dir/log"
   local fsid osd_uuid
   fsid=$(cat /proc/sys/kernel/random/uuid)
@@ -158,10 +170,11 @@ rgw data = $dir/rgw
 rgw enable usage log = false
 debug rgw = 0
 EOF
-  local multiarch
-  multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)
-  sed -i "s#/usr/lib/x86_64-linux-gnu#/usr/lib/$multiarch#" "$conf"
-  monmaptool --create --addv a "[v1:127.0.0.1:$mon_port]" --fsid "$fsid" "$dir/monmap" >/dev/null
+  # Plugin paths are per architecture (x86_64-linux-gnu, aarch64-linux-gnu, ...).
+  local libdir
+  libdir=$(dirname "$(ls -d /usr/lib/*/rados-classes 2>/dev/null | head -n 1)")
+  [ "$libdir" != . ] && sed -i "s#/usr/lib/x86_64-linux-gnu#$libdir#" "$conf"
+  monmaptool --create --clobber --addv a "[v1:127.0.0.1:$mon_port]" --fsid "$fsid" "$dir/monmap" >/dev/null
   ceph-mon -c "$conf" --mkfs -i a --monmap "$dir/monmap" >/dev/null 2>&1 || fail_start "ceph-mon --mkfs failed" || return 1
   ceph-mon -c "$conf" -i a 9>&- || fail_start "ceph-mon did not start" || return 1
   "${ceph[@]}" osd new "$osd_uuid" >/dev/null || fail_start "ceph osd new failed" || return 1
@@ -216,9 +229,10 @@ running() {
   [ -s "$dir/credentials" ] || return 1
   answers || return 1
   if grep -q '^KIND=radosgw' "$dir/credentials"; then
-    pid_alive "$dir/run/client.rgw.coffer.pid" && pid_alive "$dir/run/osd.0.pid" && pid_alive "$dir/run/mon.a.pid"
+    pid_alive "$dir/run/client.rgw.coffer.pid" radosgw && pid_alive "$dir/run/osd.0.pid" ceph-osd &&
+      pid_alive "$dir/run/mon.a.pid" ceph-mon
   else
-    pid_alive "$dir/s3rver.pid"
+    pid_alive "$dir/s3rver.pid" s3rver
   fi
 }
 
