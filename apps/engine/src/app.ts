@@ -35,6 +35,7 @@ import rateLimitPlugin, { type RateLimitOptions } from './plugins/rate-limit.ts'
 import replies from './plugins/replies.ts';
 import adminFamily from './routes/admin/index.ts';
 import rootRoutes from './routes/root/index.ts';
+import scimFamily from './routes/scim/index.ts';
 import { openEngineState, type State } from './state/index.ts';
 
 export interface BuildAppOptions {
@@ -159,5 +160,6 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   await app.register(rateLimitPlugin, options.rateLimit ?? {});
   await app.register(rootRoutes);
   await app.register(adminFamily, { prefix: '/admin' });
+  await app.register(scimFamily);
   return app;
 }

@@ -31,7 +31,7 @@ t.test('path families, hardening headers, 404s', async (t) => {
   t.equal(ready.headers.get('content-security-policy'), null, 'no other helmet header');
   t.equal(ready.headers.get('x-dns-prefetch-control'), null, 'no other helmet header');
 
-  for (const path of ['/nope', '/readyz', '/api/x', '/support', '/scim/v2/Users']) {
+  for (const path of ['/nope', '/readyz', '/api/x', '/support', '/scim/v1/Users', '/scim']) {
     const r = await http(`${url}${path}`);
     t.equal(r.status, 404, path);
     t.equal(r.text, 'not found', path);
@@ -43,6 +43,8 @@ t.test('path families, hardening headers, 404s', async (t) => {
   const metrics = await http(`${url}/metrics`);
   hasSet(t, metrics, FULL_HARDENING, 'GET /metrics');
   const scim = await http(`${url}/scim/v2/Users`);
+  t.equal(scim.status, 503, 'SCIM not enabled without SCIM_BEARER_TOKEN');
+  t.equal(scim.text, 'scim not enabled');
   hasSet(t, scim, BASE_HARDENING, '/scim/v2/*');
   t.equal(scim.headers.get('cache-control'), null);
 
@@ -65,6 +67,21 @@ t.test('path families, hardening headers, 404s', async (t) => {
     t.equal(r.status, 404, `${p} 404 before authentication`);
     t.equal(r.text, 'not found');
   }
+});
+
+t.test('SCIM facade gate with SCIM_BEARER_TOKEN', async (t) => {
+  const { url } = await startEngine(t, { SCIM_BEARER_TOKEN: 'scim-token-0123456789' });
+  t.equal((await http(`${url}/scim/v2/Users/1`, { method: 'DELETE' })).status, 401);
+  const wrong = await http(`${url}/scim/v2/Users/1`, {
+    method: 'DELETE',
+    headers: { authorization: 'Bearer nope' },
+  });
+  t.equal(wrong.text, 'unauthorised');
+  const ok = await http(`${url}/scim/v2/Users/1`, {
+    method: 'DELETE',
+    headers: { authorization: 'Bearer scim-token-0123456789' },
+  });
+  t.equal(ok.status, 404);
 });
 
 t.test('admin mutations are POST only: PUT, PATCH, DELETE are not routes', async (t) => {
