@@ -29,7 +29,9 @@ t.test('admin token and JWT never reach logs or reply bodies', async (t) => {
   const bodies: string[] = [];
   const send = async (path: string, init: Parameters<typeof http>[1]) => {
     const r = await http(`${url}${path}`, init);
-    bodies.push(r.text, JSON.stringify([...r.headers]));
+    const headers: string[] = [];
+    r.headers.forEach((v, k) => headers.push(`${k}: ${v}`));
+    bodies.push(r.text, headers.join('\n'));
   };
   const withToken = { authorization: `Bearer ${MARKER_TOKEN}` };
   await send('/admin/whoami', { headers: withToken });
