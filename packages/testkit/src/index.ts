@@ -8,3 +8,4 @@
 export { tempDir, repoRoot, readServiceEnv } from './tmp.ts';
 export * from './s3.ts';
 export * from './redis.ts';
+export * from './postgres.ts';
