@@ -14,18 +14,12 @@
  * is re-resolved from the subject on every request. Tokens never reach a log line: refusals are
  * logged with a coarse reason only.
  */
-import {
-  ADMIN_TOKEN_CALLER,
-  type Caller,
-  isCustomRole,
-  type RoleAssignment,
-  resolveRole,
-} from '@coffer/authz';
+import { ADMIN_TOKEN_CALLER, type Caller, isCustomRole, type RoleAssignment } from '@coffer/authz';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { type AdminTokenChecker, bearerOf } from '../auth/admin-token.ts';
 import { PERIMETER_HEADER, type PerimeterVerifier } from '../auth/perimeter.ts';
-import { adminTokenRetired, type RoleMember, roleMembers, type State } from '../state/index.ts';
+import { adminTokenRetired, roleOfSubject, type State } from '../state/index.ts';
 import { sendStateUnavailable, sendUnauthorised } from './replies.ts';
 
 export type AuthMethod = 'perimeter-access' | 'admin-token';
@@ -89,23 +83,22 @@ async function auth(app: FastifyInstance, options: AuthOptions): Promise<void> {
     if (typeof assertion !== 'string') return refuse(request, reply, 'malformed');
     const result = await options.perimeter.verify(assertion);
     if (!result.ok) return refuse(request, reply, result.reason);
-    let members: RoleMember[];
+    const { subject, email, authenticatedAt } = result.identity;
+    let resolved: Awaited<ReturnType<typeof roleOfSubject>>;
     try {
-      members = await roleMembers(options.state);
+      resolved = await roleOfSubject(options.state, subject);
     } catch {
       request.log.error({ code: 'ERR_ENGINE_STATE_UNAVAILABLE' }, 'role table unreadable');
       sendStateUnavailable(reply);
       return null;
     }
-    const table = new Map(members.map((m) => [m.subject, m.role]));
-    const { subject, email, authenticatedAt } = result.identity;
-    const role = resolveRole(subject, table);
+    const role = resolved.role;
     return {
       method: 'perimeter-access',
       subject,
       email,
       role,
-      roleSource: table.has(subject) ? 'assigned' : 'default',
+      roleSource: resolved.assigned ? 'assigned' : 'default',
       authenticatedAt,
       authz: { role },
     };

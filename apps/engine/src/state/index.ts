@@ -44,16 +44,37 @@ export async function retireAdminToken(state: State, by: string | null): Promise
   await state.settings.set(ADMIN_TOKEN_RETIRED_KEY, { retiredAt: new Date().toISOString(), by });
 }
 
+function toCustom(row: { name: string; base: string; capabilities: string[] }): AuthzCustomRole | null {
+  try {
+    return defineCustomRole({ name: row.name, base: row.base, add: row.capabilities });
+  } catch {
+    // An invalid stored custom role confers nothing: its members fall to the viewer floor.
+    return null;
+  }
+}
+
+/**
+ * The role of one subject, re-read on every request: `assigned` false means no row (the viewer
+ * floor). Throws when the role table cannot be read (the request then fails closed with 502).
+ */
+export async function roleOfSubject(
+  state: State,
+  subject: string,
+): Promise<{ role: RoleAssignment; assigned: boolean }> {
+  const row = await state.roles.get(subject);
+  if (!row) return { role: 'viewer', assigned: false };
+  if (isRole(row.role)) return { role: row.role, assigned: true };
+  const custom = await state.roles.getCustomRole(row.role);
+  return { role: (custom && toCustom(custom)) ?? 'viewer', assigned: true };
+}
+
 /** The role table's members with their roles resolved to authz assignments. */
 export async function roleMembers(state: State): Promise<RoleMember[]> {
   const [rows, customRows] = await Promise.all([state.roles.list(), state.roles.listCustomRoles()]);
   const custom = new Map<string, AuthzCustomRole>();
   for (const row of customRows) {
-    try {
-      custom.set(row.name, defineCustomRole({ name: row.name, base: row.base, add: row.capabilities }));
-    } catch {
-      // An invalid stored custom role confers nothing: its members fall to the viewer floor.
-    }
+    const role = toCustom(row);
+    if (role) custom.set(row.name, role);
   }
   return rows.map((row) => ({
     subject: row.subject,

@@ -5,9 +5,10 @@
  * batch is refused with `maxBatch`) and `POST /admin/jobs/delete` (`job.delete`, `deletedRev`).
  *
  * Every POST runs: authentication -> capability gate -> per-caller rate limit -> validation ->
- * handler. The precondition is decided inside the store's transaction (preconditions.ts), and a
- * change of the restore-test cadence additionally needs `scheduledtest.config`, re-checked there
- * against the stored value so that a concurrent write cannot slip a cadence change past it.
+ * handler. The `ifMatchRev` precondition is decided by @coffer/state inside the write's
+ * transaction (preconditions.ts maps its refusals to 409), and a change of the restore-test
+ * cadence additionally needs `scheduledtest.config`, checked against the stored value and pinned
+ * to the revision it was read at (see `upsert`).
  */
 import { can, forbiddenBody } from '@coffer/authz';
 import { isStateError, type JobRecord, type State } from '@coffer/state';
