@@ -30,7 +30,9 @@ t.test('admin token and JWT never reach logs or reply bodies', async (t) => {
   const send = async (path: string, init: Parameters<typeof http>[1]) => {
     const r = await http(`${url}${path}`, init);
     const headers: string[] = [];
-    r.headers.forEach((v, k) => headers.push(`${k}: ${v}`));
+    r.headers.forEach((v, k) => {
+      headers.push(`${k}: ${v}`);
+    });
     bodies.push(r.text, headers.join('\n'));
   };
   const withToken = { authorization: `Bearer ${MARKER_TOKEN}` };
