@@ -41,4 +41,6 @@ if (!text.startsWith('#!')) {
 chmodSync(outfile, 0o755);
 const digest = createHash('sha384').update(text).digest('hex');
 writeFileSync(`${outfile}.sha384`, `sha384:${digest}  coffer-recover.mjs\n`);
-console.log(`bundle: ${outfile} (${(text.length / 1024 / 1024).toFixed(1)} MiB, sha384:${digest.slice(0, 16)}...)`);
+console.log(
+  `bundle: ${outfile} (${(text.length / 1024 / 1024).toFixed(1)} MiB, sha384:${digest.slice(0, 16)}...)`,
+);

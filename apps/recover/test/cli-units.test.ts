@@ -47,7 +47,18 @@ t.test('parses commands, repeated options and global flags anywhere', async (t) 
     t.same(c.exclude, ['a/x']);
     t.equal(c.force, false);
   }
-  const v = parseCommandLine(['verify', '--from', 's3://bkt/pre', '--run', 'r', '--endpoint', 'http://127.0.0.1:9000', '--path-style', '--pin-signer', `SHA384:${'AB'.repeat(48)}`]);
+  const v = parseCommandLine([
+    'verify',
+    '--from',
+    's3://bkt/pre',
+    '--run',
+    'r',
+    '--endpoint',
+    'http://127.0.0.1:9000',
+    '--path-style',
+    '--pin-signer',
+    `SHA384:${'AB'.repeat(48)}`,
+  ]);
   if (v.name === 'verify') {
     t.equal(v.store.pathStyle, true);
     t.equal(v.pinSigner, `sha384:${'ab'.repeat(48)}`, 'fingerprint normalised to lower case');
@@ -77,7 +88,13 @@ t.test('usage errors', async (t) => {
 });
 
 t.test('credentials on the command line are refused without echoing them', async (t) => {
-  for (const opt of ['--secret-access-key=MARKER-1', '--access-key-id', '--aws-secret', '--password=MARKER-1', '--token']) {
+  for (const opt of [
+    '--secret-access-key=MARKER-1',
+    '--access-key-id',
+    '--aws-secret',
+    '--password=MARKER-1',
+    '--token',
+  ]) {
     try {
       parseCommandLine(['verify', '--from', 's3://b', '--run', 'r', opt]);
       t.fail('parsed');
@@ -103,10 +120,13 @@ t.test('every dependency error code maps to one of ours', async (t) => {
   t.equal(RECOVER_ERROR_CODES.ERR_RECOVER_UNSUPPORTED_VERSION, 6, 'exit 6 as the specification requires');
   t.equal(mapCode('ERR_ARCHIVE_SOMETHING_NEW'), 'ERR_RECOVER_VERIFY_FAILED', 'unknown archive faults refuse');
   t.equal(mapCode('ERR_ARCHIVE_DESTINATION', 'ERR_OBJECTSTORE_NOT_FOUND'), 'ERR_RECOVER_NOT_FOUND');
-  const e = toRecoverError(Object.assign(new Error('shard tampered: object jobs/j/runs/r/shards/000001.bin'), {
-    code: 'ERR_ARCHIVE_SHARD_TAMPERED',
-    object: 'jobs/j/runs/r/shards/000001.bin',
-  }), 'run r');
+  const e = toRecoverError(
+    Object.assign(new Error('shard tampered: object jobs/j/runs/r/shards/000001.bin'), {
+      code: 'ERR_ARCHIVE_SHARD_TAMPERED',
+      object: 'jobs/j/runs/r/shards/000001.bin',
+    }),
+    'run r',
+  );
   t.equal(e.exitCode, EXIT.VERIFY_FAILED);
   t.equal(e.object, 'jobs/j/runs/r/shards/000001.bin');
   t.equal(e.message, 'run r: shard tampered: object jobs/j/runs/r/shards/000001.bin');
@@ -122,7 +142,9 @@ t.test('errors without a Coffer code never echo their message', async (t) => {
   const e = toRecoverError(parseError, 'run r');
   t.equal(e.code, 'ERR_RECOVER_FAILED');
   t.notMatch(e.message, /MARKER/);
-  const fsErr = toRecoverError(Object.assign(new Error('ENOSPC: no space, write'), { code: 'ENOSPC', path: '/x/y' }));
+  const fsErr = toRecoverError(
+    Object.assign(new Error('ENOSPC: no space, write'), { code: 'ENOSPC', path: '/x/y' }),
+  );
   t.match(fsErr.message, /\/x\/y: no space left on the device \(ENOSPC\)/);
 });
 

@@ -1,10 +1,11 @@
 // coffer-recover end to end, as a real process, on real archives written by @coffer/archive.
+import { spawnSync } from 'node:child_process';
 import { existsSync, lstatSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tempDir } from '@coffer/testkit';
 import t from 'tap';
 import { buildFixture, copyBucket, type Fixture } from './fixture.ts';
-import { runCli } from './helpers.ts';
+import { CLI_SRC, runCli } from './helpers.ts';
 
 let f: Fixture;
 
@@ -12,7 +13,8 @@ t.before(async () => {
   f = await buildFixture(tempDir(t, 'coffer-recover-e2e-'));
 });
 
-const shardKey = (job: string, run: string, i: number) => `jobs/${job}/runs/${run}/shards/${String(i).padStart(6, '0')}.bin`;
+const shardKey = (job: string, run: string, i: number) =>
+  `jobs/${job}/runs/${run}/shards/${String(i).padStart(6, '0')}.bin`;
 
 t.test('inspect lists jobs, runs, versions, signer, sizes; --json parses', async (t) => {
   const r = await runCli(['inspect', '--from', f.bucket]);
@@ -33,13 +35,25 @@ t.test('inspect lists jobs, runs, versions, signer, sizes; --json parses', async
   t.equal(r1.formatVersion.slice(0, 4), '0.1.');
   t.equal(r1.signer, f.signerFingerprint);
   t.equal(r1.records, f.records.length);
-  t.equal(r1.bytes, f.records.reduce((n, x) => n + x.data.byteLength, 0));
+  t.equal(
+    r1.bytes,
+    f.records.reduce((n, x) => n + x.data.byteLength, 0),
+  );
   t.ok(r1.shards > 1, 'several shards');
   t.equal(r1.check.status, 'ok');
   const r2 = doc.runs.find((x: { runId: string }) => x.runId === 'r2');
   t.equal(r2.prevRunId, 'r1');
 
-  const one = await runCli(['inspect', '--from', f.bucket, '--run', 'r1', '--key', f.breakGlassKey, '--json']);
+  const one = await runCli([
+    'inspect',
+    '--from',
+    f.bucket,
+    '--run',
+    'r1',
+    '--key',
+    f.breakGlassKey,
+    '--json',
+  ]);
   t.equal(one.code, 0, one.stderr);
   const d1 = JSON.parse(one.stdout);
   t.same(
@@ -76,7 +90,17 @@ t.test('verify: ok with break-glass, operational and no key; non-TTY prints no p
 
 t.test('extract writes every record byte for byte, inside DIR, refuses to overwrite', async (t) => {
   const out = join(f.dir, 'out-all');
-  const r = await runCli(['extract', '--from', f.bucket, '--run', 'r1', '--key', f.breakGlassKey, '--to', out]);
+  const r = await runCli([
+    'extract',
+    '--from',
+    f.bucket,
+    '--run',
+    'r1',
+    '--key',
+    f.breakGlassKey,
+    '--to',
+    out,
+  ]);
   t.equal(r.code, 0, r.stderr);
   const expectPath: Record<string, string> = {
     'docs/readme.txt': 'docs/readme.txt',
@@ -95,11 +119,32 @@ t.test('extract writes every record byte for byte, inside DIR, refuses to overwr
   t.equal(statSync(join(out, 'docs', 'readme.txt')).mode & 0o777, 0o640, 'mode from metadata');
   t.equal(statSync(join(out, 'docs', 'readme.txt')).mtime.toISOString(), '2024-01-02T03:04:05.000Z', 'mtime');
 
-  const again = await runCli(['extract', '--from', f.bucket, '--run', 'r1', '--key', f.breakGlassKey, '--to', out]);
+  const again = await runCli([
+    'extract',
+    '--from',
+    f.bucket,
+    '--run',
+    'r1',
+    '--key',
+    f.breakGlassKey,
+    '--to',
+    out,
+  ]);
   t.equal(again.code, 7, 'refuses to overwrite');
   t.match(again.stderr, /already exists; refusing to overwrite/);
   writeFileSync(join(out, 'empty'), 'changed');
-  const forced = await runCli(['extract', '--from', f.bucket, '--run', 'r1', '--key', f.breakGlassKey, '--to', out, '--force']);
+  const forced = await runCli([
+    'extract',
+    '--from',
+    f.bucket,
+    '--run',
+    'r1',
+    '--key',
+    f.breakGlassKey,
+    '--to',
+    out,
+    '--force',
+  ]);
   t.equal(forced.code, 0, forced.stderr);
   t.equal(readFileSync(join(out, 'empty'), 'utf8'), '', 'replaced with --force');
 });
@@ -107,12 +152,29 @@ t.test('extract writes every record byte for byte, inside DIR, refuses to overwr
 t.test('extract selection: --include, --exclude, --record; --json', async (t) => {
   const run = async (name: string, ...sel: string[]) => {
     const out = join(f.dir, name);
-    const r = await runCli(['extract', '--from', f.bucket, '--run', 'r1', '--key', f.breakGlassKey, '--to', out, '--json', ...sel]);
+    const r = await runCli([
+      'extract',
+      '--from',
+      f.bucket,
+      '--run',
+      'r1',
+      '--key',
+      f.breakGlassKey,
+      '--to',
+      out,
+      '--json',
+      ...sel,
+    ]);
     return { r, out };
   };
   let { r, out } = await run('sel-include', '--include', 'docs/', '--include', 'logs/');
   t.equal(r.code, 0, r.stderr);
-  t.same(JSON.parse(r.stdout).written.map((w: { name: string }) => w.name).sort(), ['docs/data.bin', 'docs/readme.txt', 'logs/app.log']);
+  t.same(
+    JSON.parse(r.stdout)
+      .written.map((w: { name: string }) => w.name)
+      .sort(),
+    ['docs/data.bin', 'docs/readme.txt', 'logs/app.log'],
+  );
   t.same(readdirSync(out).sort(), ['docs', 'logs']);
   ({ r, out } = await run('sel-exclude', '--exclude', 'docs/', '--exclude', '..'));
   t.equal(r.code, 0, r.stderr);
@@ -130,14 +192,34 @@ t.test('extract selection: --include, --exclude, --record; --json', async (t) =>
 
 t.test('records from several namespaces get binding/namespace directories', async (t) => {
   const out = join(f.dir, 'out-weekly');
-  const r = await runCli(['extract', '--from', f.bucket, '--run', 'w1', '--key', f.breakGlassKey, '--to', out]);
+  const r = await runCli([
+    'extract',
+    '--from',
+    f.bucket,
+    '--run',
+    'w1',
+    '--key',
+    f.breakGlassKey,
+    '--to',
+    out,
+  ]);
   t.equal(r.code, 0, r.stderr);
   t.equal(readFileSync(join(out, 'main', 'a', 'same'), 'utf8'), 'from main');
   t.equal(readFileSync(join(out, 'main', 'b', 'same'), 'utf8'), 'from other');
 });
 
 t.test('--pin-signer: the right fingerprint passes, another exits 8', async (t) => {
-  const ok = await runCli(['verify', '--from', f.bucket, '--run', 'r1', '--key', f.breakGlassKey, '--pin-signer', f.signerFingerprint]);
+  const ok = await runCli([
+    'verify',
+    '--from',
+    f.bucket,
+    '--run',
+    'r1',
+    '--key',
+    f.breakGlassKey,
+    '--pin-signer',
+    f.signerFingerprint,
+  ]);
   t.equal(ok.code, 0, ok.stderr);
   t.match(ok.stdout, /pinned signer/);
   const other = `sha384:${'ab'.repeat(48)}`;
@@ -151,7 +233,10 @@ t.test('--pin-signer: the right fingerprint passes, another exits 8', async (t) 
     t.equal(r.code, 8, `${cmd[0]} exits 8`);
     t.match(r.stderr, /ERR_RECOVER_SIGNER_NOT_PINNED/);
   }
-  t.notOk(existsSync(join(f.dir, 'pin-out')) && readdirSync(join(f.dir, 'pin-out')).length > 0, 'nothing extracted');
+  t.notOk(
+    existsSync(join(f.dir, 'pin-out')) && readdirSync(join(f.dir, 'pin-out')).length > 0,
+    'nothing extracted',
+  );
   const bad = await runCli(['verify', '--from', f.bucket, '--run', 'r1', '--pin-signer', 'sha384:xyz']);
   t.equal(bad.code, 2, 'malformed fingerprint is a usage error');
 });
@@ -163,16 +248,42 @@ t.test('key problems exit 4', async (t) => {
   const wrong = await runCli(['verify', '--from', f.bucket, '--run', 'r1', '--key', other]);
   t.equal(wrong.code, 4, wrong.stderr);
   t.match(wrong.stderr, /ERR_RECOVER_KEY/);
-  const wrongX = await runCli(['extract', '--from', f.bucket, '--run', 'r1', '--key', other, '--to', join(dir, 'o')]);
+  const wrongX = await runCli([
+    'extract',
+    '--from',
+    f.bucket,
+    '--run',
+    'r1',
+    '--key',
+    other,
+    '--to',
+    join(dir, 'o'),
+  ]);
   t.equal(wrongX.code, 4);
   const pub = await runCli(['verify', '--from', f.bucket, '--run', 'r1', '--key', `${f.breakGlassKey}.pub`]);
   t.equal(pub.code, 4);
   t.match(pub.stderr, /is a public key; pass the secret key file/);
-  const missing = await runCli(['verify', '--from', f.bucket, '--run', 'r1', '--key', join(dir, 'absent.key')]);
+  const missing = await runCli([
+    'verify',
+    '--from',
+    f.bucket,
+    '--run',
+    'r1',
+    '--key',
+    join(dir, 'absent.key'),
+  ]);
   t.equal(missing.code, 4);
   t.match(missing.stderr, /no such file/);
   writeFileSync(join(dir, 'garbage.key'), 'not a key at all\n');
-  const garbage = await runCli(['verify', '--from', f.bucket, '--run', 'r1', '--key', join(dir, 'garbage.key')]);
+  const garbage = await runCli([
+    'verify',
+    '--from',
+    f.bucket,
+    '--run',
+    'r1',
+    '--key',
+    join(dir, 'garbage.key'),
+  ]);
   t.equal(garbage.code, 4);
   const stdin = await runCli(['verify', '--from', f.bucket, '--run', 'r1', '--key', '-'], {
     input: readFileSync(f.breakGlassKey, 'utf8'),
@@ -180,33 +291,56 @@ t.test('key problems exit 4', async (t) => {
   t.equal(stdin.code, 0, `--key - reads stdin: ${stdin.stderr}`);
 });
 
-t.test('a tampered shard: verify exits 3 naming the object; extract never shows the bad record', async (t) => {
-  const bucket = copyBucket(f, 'bucket-tampered');
-  const key = shardKey('nightly', 'r1', 1);
-  const file = join(bucket, ...key.split('/'));
-  const bytes = readFileSync(file);
-  bytes[Math.floor(bytes.length / 2)]! ^= 0x01;
-  writeFileSync(file, bytes);
-  for (const withKey of [true, false]) {
-    const r = await runCli(['verify', '--from', bucket, '--run', 'r1', ...(withKey ? ['--key', f.breakGlassKey] : [])]);
-    t.equal(r.code, 3, `verify exits 3 (key: ${withKey})`);
-    const lines = r.stderr.trim().split('\n').filter((l) => l.includes('ERR_RECOVER_VERIFY_FAILED'));
-    t.equal(lines.length, 1, 'one error line');
-    t.match(lines[0], key, 'the line names the tampered object');
-  }
-  const j = await runCli(['verify', '--from', bucket, '--run', 'r1', '--key', f.breakGlassKey, '--json']);
-  const doc = JSON.parse(j.stdout);
-  t.equal(doc.ok, false);
-  t.equal(doc.error.code, 'ERR_RECOVER_VERIFY_FAILED');
-  t.equal(doc.error.object, key);
-  const out = join(f.dir, 'out-tampered');
-  const x = await runCli(['extract', '--from', bucket, '--run', 'r1', '--key', f.breakGlassKey, '--to', out]);
-  t.equal(x.code, 3);
-  t.notOk(existsSync(join(out, 'docs', 'data.bin')), 'the record in the tampered shard never appears');
-  for (const name of existsSync(join(out, 'docs')) ? readdirSync(join(out, 'docs')) : []) {
-    t.notMatch(name, /\.tmp$/, 'no temporary file left');
-  }
-});
+t.test(
+  'a tampered shard: verify exits 3 naming the object; extract never shows the bad record',
+  async (t) => {
+    const bucket = copyBucket(f, 'bucket-tampered');
+    const key = shardKey('nightly', 'r1', 1);
+    const file = join(bucket, ...key.split('/'));
+    const bytes = readFileSync(file);
+    bytes[Math.floor(bytes.length / 2)]! ^= 0x01;
+    writeFileSync(file, bytes);
+    for (const withKey of [true, false]) {
+      const r = await runCli([
+        'verify',
+        '--from',
+        bucket,
+        '--run',
+        'r1',
+        ...(withKey ? ['--key', f.breakGlassKey] : []),
+      ]);
+      t.equal(r.code, 3, `verify exits 3 (key: ${withKey})`);
+      const lines = r.stderr
+        .trim()
+        .split('\n')
+        .filter((l) => l.includes('ERR_RECOVER_VERIFY_FAILED'));
+      t.equal(lines.length, 1, 'one error line');
+      t.match(lines[0], key, 'the line names the tampered object');
+    }
+    const j = await runCli(['verify', '--from', bucket, '--run', 'r1', '--key', f.breakGlassKey, '--json']);
+    const doc = JSON.parse(j.stdout);
+    t.equal(doc.ok, false);
+    t.equal(doc.error.code, 'ERR_RECOVER_VERIFY_FAILED');
+    t.equal(doc.error.object, key);
+    const out = join(f.dir, 'out-tampered');
+    const x = await runCli([
+      'extract',
+      '--from',
+      bucket,
+      '--run',
+      'r1',
+      '--key',
+      f.breakGlassKey,
+      '--to',
+      out,
+    ]);
+    t.equal(x.code, 3);
+    t.notOk(existsSync(join(out, 'docs', 'data.bin')), 'the record in the tampered shard never appears');
+    for (const name of existsSync(join(out, 'docs')) ? readdirSync(join(out, 'docs')) : []) {
+      t.notMatch(name, /\.tmp$/, 'no temporary file left');
+    }
+  },
+);
 
 t.test('a missing shard exits 3', async (t) => {
   const bucket = copyBucket(f, 'bucket-missing');
@@ -225,7 +359,17 @@ t.test('a doctored format version exits 6 (the specification requires it)', asyn
   for (const cmd of [
     ['verify', '--from', bucket, '--run', 'r1', '--key', f.breakGlassKey],
     ['verify', '--from', bucket, '--run', 'r1'],
-    ['extract', '--from', bucket, '--run', 'r1', '--key', f.breakGlassKey, '--to', join(f.dir, 'out-version')],
+    [
+      'extract',
+      '--from',
+      bucket,
+      '--run',
+      'r1',
+      '--key',
+      f.breakGlassKey,
+      '--to',
+      join(f.dir, 'out-version'),
+    ],
     ['inspect', '--from', bucket, '--run', 'r1'],
   ]) {
     const r = await runCli(cmd);
@@ -245,7 +389,46 @@ t.test('usage errors exit 2; help and version exit 0', async (t) => {
   t.equal((await runCli(['version'])).code, 0);
   t.equal((await runCli(['frobnicate'])).code, 2);
   t.equal((await runCli(['verify', '--from', f.bucket])).code, 2, 'missing --run');
-  t.equal((await runCli(['extract', '--from', f.bucket, '--run', 'r1', '--key', f.breakGlassKey])).code, 2, 'missing --to');
-  t.equal((await runCli(['verify', '--from', f.bucket, '--run', 'r1', '--endpoint', 'http://127.0.0.1:1'])).code, 2);
+  t.equal(
+    (await runCli(['extract', '--from', f.bucket, '--run', 'r1', '--key', f.breakGlassKey])).code,
+    2,
+    'missing --to',
+  );
+  t.equal(
+    (await runCli(['verify', '--from', f.bucket, '--run', 'r1', '--endpoint', 'http://127.0.0.1:1'])).code,
+    2,
+  );
   t.ok(lstatSync(f.bucket).isDirectory());
+});
+
+t.test('a terminal gets a progress bar on stderr (through a real pty via script(1))', async (t) => {
+  const probe = spawnSync('script', ['--version'], { encoding: 'utf8' });
+  if (probe.status !== 0) {
+    // Without util-linux's script(1) there is no pty to test with; the bar's own unit test
+    // (cli-units.test.ts) still covers drawing, and the non-TTY case is asserted above.
+    t.pass('script(1) not available; pty check not possible here');
+    return;
+  }
+  const cmd = [
+    process.execPath,
+    CLI_SRC,
+    'verify',
+    '--from',
+    f.bucket,
+    '--run',
+    'r1',
+    '--key',
+    f.breakGlassKey,
+  ]
+    .map((a) => `'${a.replace(/'/g, `'\\''`)}'`)
+    .join(' ');
+  const r = spawnSync('script', ['-qec', cmd, '/dev/null'], {
+    encoding: 'utf8',
+    env: { ...process.env, COLUMNS: '100' },
+  });
+  t.equal(r.status, 0, r.stderr);
+  t.match(r.stdout, /\rverify \[/, 'bar drawn on the terminal');
+  t.match(r.stdout, /run r1 \(job nightly\): ok/);
+  const quiet = spawnSync('script', ['-qec', `${cmd} --no-progress`, '/dev/null'], { encoding: 'utf8' });
+  t.notMatch(quiet.stdout, /\rverify \[/, '--no-progress turns it off');
 });

@@ -4,15 +4,15 @@ import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createArchiveWriter, type RecordInput } from '@coffer/archive';
 import {
+  type Digest,
   decodeKeyFile,
   encodeKeyFile,
-  type Digest,
   fingerprint,
   generateRecipient,
   generateSigner,
   type SignerKeyPair,
 } from '@coffer/crypto';
-import { createFsStore } from '@coffer/objectstore';
+import { createFsStore, type ObjectStore } from '@coffer/objectstore';
 import { runCli } from './helpers.ts';
 
 export interface FixtureRecord {
@@ -48,7 +48,11 @@ export function pseudoRandom(n: number, seed: number): Buffer {
 }
 
 export const RECORDS: FixtureRecord[] = [
-  { name: 'docs/readme.txt', data: Buffer.from('hello from coffer\n'), metadata: { contentType: 'text/plain', mode: 0o640, mtime: '2024-01-02T03:04:05.000Z' } },
+  {
+    name: 'docs/readme.txt',
+    data: Buffer.from('hello from coffer\n'),
+    metadata: { contentType: 'text/plain', mode: 0o640, mtime: '2024-01-02T03:04:05.000Z' },
+  },
   { name: 'docs/data.bin', data: pseudoRandom(300 * 1024, 7) },
   { name: 'empty', data: Buffer.alloc(0) },
   { name: 'photos/🐈 cat.jpg', data: pseudoRandom(5000, 11) },
@@ -57,8 +61,8 @@ export const RECORDS: FixtureRecord[] = [
   { name: 'user:42:profile', data: Buffer.from('{"name":"x"}') },
 ];
 
-async function writeRun(
-  bucket: string,
+export async function writeRun(
+  bucket: string | ObjectStore,
   job: string,
   runId: string,
   prevRunId: string | null,
@@ -66,7 +70,7 @@ async function writeRun(
   recipients: { operational: Uint8Array; breakGlass: Uint8Array },
   records: FixtureRecord[],
 ): Promise<void> {
-  const store = createFsStore({ root: bucket });
+  const store = typeof bucket === 'string' ? createFsStore({ root: bucket }) : bucket;
   const writer = await createArchiveWriter({
     store,
     job,

@@ -142,7 +142,8 @@ export function parseCommandLine(argv: readonly string[]): ParsedCommand {
     return { name: 'help', topic, json, progress: false };
   }
   if (first === 'version') return { name: 'version', json, progress: false };
-  if (!Object.hasOwn(SPECS, first)) throw usage(`unknown command "${printable(first)}"`);
+  // The word is not echoed: a secret pasted in the wrong place must not be printed back.
+  if (!Object.hasOwn(SPECS, first)) throw usage(`unknown command (commands: ${COMMANDS.join(', ')})`);
   const name = first as keyof typeof SPECS;
   const rest = argv.slice(1);
 
@@ -250,10 +251,4 @@ function translateParseError(e: unknown, command: string): RecoverError {
     return usage(`${command} takes no positional arguments (options are --name value)`, command);
   }
   return usage(`cannot parse the command line for ${command}`, command);
-}
-
-/** A short, single-line, control-free rendering of user input for messages. */
-export function printable(s: string): string {
-  const clean = s.replace(/[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu, '?');
-  return clean.length > 64 ? `${clean.slice(0, 61)}...` : clean;
 }

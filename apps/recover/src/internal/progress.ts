@@ -31,22 +31,35 @@ export class Progress {
     const now = Date.now();
     if (now - this.last < REDRAW_MS && done < total) return;
     this.last = now;
-    const cols = Math.max(40, Math.min(this.stream.columns ?? 80, 200));
+    const cols = this.columns();
     const ratio = total > 0 ? Math.min(1, done / total) : 1;
     const secs = Math.max(0.001, (now - this.started) / 1000);
     const tail = ` ${String(Math.floor(ratio * 100)).padStart(3)}%  ${mib(done)} / ${mib(total)}  ${mib(done / secs)}/s${note ? `  ${note}` : ''}`;
-    const width = Math.max(10, cols - this.label.length - tail.length - 4);
-    const fill = Math.round(ratio * width);
-    const bar = `${'='.repeat(fill)}${fill < width ? '>' : ''}${' '.repeat(Math.max(0, width - fill - 1))}`;
-    this.stream.write(`\r${this.label} [${bar}]${tail}`.slice(0, cols + 1));
+    const width = cols - this.label.length - tail.length - 4;
+    let line: string;
+    if (width >= 10) {
+      const fill = Math.round(ratio * width);
+      const bar = `${'='.repeat(fill)}${fill < width ? '>' : ''}${' '.repeat(Math.max(0, width - fill - 1))}`;
+      line = `${this.label} [${bar}]${tail}`;
+    } else {
+      line = `${this.label}${tail}`;
+    }
+    // Never wider than the terminal, or the line would wrap and \r could not redraw it.
+    this.stream.write(`\r${line.slice(0, cols - 1)}`);
     this.drawn = true;
+  }
+
+  /** Terminal width (a pty may report 0: then 80), kept within 40..200. */
+  private columns(): number {
+    const c = this.stream.columns;
+    return Math.max(40, Math.min(c !== undefined && c > 0 ? c : 80, 200));
   }
 
   /** Clears the bar so the result (or the error line) starts on a clean line. */
   done(): void {
     if (!this.enabled || !this.drawn) return;
-    const cols = Math.max(40, Math.min(this.stream.columns ?? 80, 200));
-    this.stream.write(`\r${' '.repeat(cols)}\r`);
+    const cols = this.columns();
+    this.stream.write(`\r${' '.repeat(cols - 1)}\r`);
     this.drawn = false;
   }
 }
