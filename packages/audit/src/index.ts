@@ -1,0 +1,2 @@
+/** @coffer/audit: public surface. */
+export {};
