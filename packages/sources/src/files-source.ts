@@ -1,0 +1,381 @@
+/**
+ * The `files` connector: the regular files of a directory tree.
+ *
+ * - Records are the regular files under `root`, named by their '/'-separated path relative to it,
+ *   listed in UTF-8 byte order (see internal/walk.ts). Metadata: `mode` (permission bits), `mtimeMs`,
+ *   `uid`, `gid`. Symbolic links, sockets, FIFOs and devices are reported as skipped and never
+ *   followed; empty directories are not records.
+ * - Reads open the file with O_NOFOLLOW (a file replaced by a link since the listing is skipped)
+ *   and check that the opened file still lies inside the root (a parent directory replaced by a
+ *   link is caught). A file gone since the listing is ERR_SOURCE_RECORD_VANISHED (a warning).
+ * - Writes (restore) refuse names that could leave the root (`..`, absolute, or through an existing
+ *   symbolic link), create parent directories, write to a temporary file beside the target and
+ *   rename it into place (readers see the old or the new file, never a part), then set the
+ *   permission bits (`mode & 0o777`: setuid/setgid/sticky bits are not restored) and mtime.
+ *   Ownership is not restored.
+ */
+import { randomBytes } from 'node:crypto';
+import { type FileHandle, lstat, mkdir, open, realpath, rename, stat, unlink } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { isSourceError, quoteName, SourceError } from './errors.ts';
+import {
+  bindingOf,
+  chunksOf,
+  clampRange,
+  decodeCursor,
+  encodeCursor,
+  enumeratePages,
+  maxRecordBytesOf,
+  overCeiling,
+  pageSizeOf,
+} from './internal/common.ts';
+import { CREATE_FLAGS, checkParents, fileNameProblem, openedInside, READ_FLAGS } from './internal/fs-safety.ts';
+import { type WalkEntry, walkTree } from './internal/walk.ts';
+import type {
+  EnumerateOptions,
+  ListOptions,
+  RecordBody,
+  SkippedRecord,
+  SourceConnector,
+  SourcePage,
+  SourceRecordInfo,
+  WriteResult,
+} from './types.ts';
+
+export interface FilesSourceConfig {
+  type: 'files';
+  /** The directory whose tree is backed up (or restored into; created on the first write). */
+  root: string;
+  binding?: string;
+  /** In-band size ceiling: reading a bigger record throws ERR_SOURCE_RECORD_TOO_LARGE. */
+  maxRecordBytes?: number;
+}
+
+const READ_CHUNK = 256 * 1024;
+
+interface Continuation {
+  cursor: string;
+  walk: AsyncGenerator<WalkEntry>;
+  peeked: WalkEntry;
+}
+
+/** Carries an error thrown by the caller's body stream through our own error mapping. */
+class BodyError {
+  readonly inner: unknown;
+  constructor(inner: unknown) {
+    this.inner = inner;
+  }
+}
+
+function errnoOf(err: unknown): string | undefined {
+  return (err as NodeJS.ErrnoException | undefined)?.code;
+}
+
+/** Opens a `files` connector. No I/O happens until the first call. Throws INVALID_CONFIG. */
+export function createFilesSource(config: FilesSourceConfig): SourceConnector {
+  return new FilesSource(config);
+}
+
+class FilesSource implements SourceConnector {
+  readonly type = 'files' as const;
+  readonly binding: string;
+  readonly namespace: string;
+  readonly description: string;
+  readonly rangeRead = true;
+  readonly #root: string;
+  readonly #ceiling: number;
+  #realRoot: string | undefined;
+  #cont: Continuation | undefined;
+
+  constructor(config: FilesSourceConfig) {
+    if (typeof config?.root !== 'string' || config.root.length === 0 || config.root.includes('\u0000')) {
+      throw new SourceError('ERR_SOURCE_INVALID_CONFIG', 'files source: root must be a directory path');
+    }
+    this.#root = resolve(config.root);
+    this.binding = bindingOf(config.binding, 'files');
+    this.#ceiling = maxRecordBytesOf(config.maxRecordBytes);
+    this.namespace = this.#root;
+    this.description = `files:${this.#root}`;
+  }
+
+  /** The root's real path; RESOURCE_MISSING when absent, BINDING when not a usable directory. */
+  async #real(createMissing = false): Promise<string> {
+    if (this.#realRoot !== undefined) return this.#realRoot;
+    try {
+      if (createMissing) await mkdir(this.#root, { recursive: true, mode: 0o755 });
+      const real = await realpath(this.#root);
+      const st = await stat(real);
+      if (!st.isDirectory()) {
+        throw new SourceError('ERR_SOURCE_BINDING', `${this.description}: root is not a directory`, {
+          sourceCode: 'ENOTDIR',
+        });
+      }
+      this.#realRoot = real;
+      return real;
+    } catch (err) {
+      if (isSourceError(err)) throw err;
+      const code = errnoOf(err);
+      if (code === 'ENOENT') {
+        throw new SourceError('ERR_SOURCE_RESOURCE_MISSING', `${this.description}: root does not exist`, {
+          sourceCode: code,
+        });
+      }
+      throw new SourceError('ERR_SOURCE_BINDING', `${this.description}: root is not usable (${code ?? 'error'})`, {
+        ...(code === undefined ? {} : { sourceCode: code }),
+      });
+    }
+  }
+
+  async list(options: ListOptions = {}): Promise<SourcePage> {
+    const pageSize = pageSizeOf(options);
+    const root = await this.#real();
+    let walk: AsyncGenerator<WalkEntry>;
+    let pending: WalkEntry | undefined;
+    const cont = this.#cont;
+    this.#cont = undefined;
+    if (cont !== undefined && options.cursor !== undefined && cont.cursor === options.cursor) {
+      // The usual case: the caller asks for the page after the one we just gave; keep walking.
+      walk = cont.walk;
+      pending = cont.peeked;
+    } else {
+      if (cont !== undefined) await cont.walk.return(undefined);
+      const after = options.cursor === undefined ? null : decodeCursor('files', options.cursor);
+      walk = walkTree(root, after);
+    }
+    const records: SourceRecordInfo[] = [];
+    const skipped: SkippedRecord[] = [];
+    let last: string | undefined;
+    try {
+      while (records.length + skipped.length < pageSize) {
+        const entry = pending ?? (await walk.next()).value;
+        pending = undefined;
+        if (entry === undefined) return { records, skipped };
+        last = entry.name;
+        if (entry.kind === 'skipped') skipped.push({ skipped: true, name: entry.name, reason: entry.reason });
+        else records.push(this.#record(entry.name, entry.stats));
+      }
+      const next = await walk.next();
+      if (next.done === true) return { records, skipped };
+      const cursor = encodeCursor('files', last!);
+      this.#cont = { cursor, walk, peeked: next.value };
+      return { records, skipped, cursor };
+    } catch (err) {
+      await walk.return(undefined).catch(() => {});
+      throw this.#readError(err, 'list', undefined);
+    }
+  }
+
+  #record(name: string, st: { size: number; mode: number; mtimeMs: number; uid: number; gid: number }) {
+    return {
+      name,
+      size: st.size,
+      sourceType: 'files' as const,
+      binding: this.binding,
+      namespace: this.namespace,
+      metadata: { mode: st.mode & 0o7777, mtimeMs: st.mtimeMs, uid: st.uid, gid: st.gid },
+    };
+  }
+
+  enumerate(options?: EnumerateOptions): AsyncIterable<SourceRecordInfo | SkippedRecord> {
+    return enumeratePages((o) => this.list(o), this.description, options);
+  }
+
+  #checkName(name: string): void {
+    const problem = fileNameProblem(name);
+    if (problem !== null) {
+      throw new SourceError('ERR_SOURCE_UNSAFE_NAME', `${this.description}: record name ${problem}`, {
+        ...(typeof name === 'string' ? { record: name } : {}),
+      });
+    }
+  }
+
+  #readError(err: unknown, op: string, name: string | undefined): SourceError {
+    if (isSourceError(err)) return err;
+    const code = errnoOf(err);
+    const where = name === undefined ? '' : ` ${quoteName(name)}`;
+    return new SourceError('ERR_SOURCE_READ', `${this.description}: ${op}${where} failed (${code ?? 'error'})`, {
+      ...(name === undefined ? {} : { record: name }),
+      ...(code === undefined ? {} : { sourceCode: code }),
+    });
+  }
+
+  /** Opens a listed file for reading, with every check; returns the handle and its size. */
+  async #openForRead(name: string): Promise<{ handle: FileHandle; size: number }> {
+    this.#checkName(name);
+    const root = await this.#real();
+    const abs = join(root, name);
+    let handle: FileHandle;
+    try {
+      handle = await open(abs, READ_FLAGS);
+    } catch (err) {
+      const code = errnoOf(err);
+      if (code === 'ENOENT' || code === 'ENOTDIR') {
+        throw new SourceError('ERR_SOURCE_RECORD_VANISHED', `${this.description}: ${quoteName(name)} vanished`, {
+          record: name,
+          sourceCode: code,
+        });
+      }
+      if (code === 'ELOOP') throw this.#skipped(name, 'now a symbolic link (not followed)', code);
+      throw this.#readError(err, 'open', name);
+    }
+    try {
+      const st = await handle.stat();
+      if (!st.isFile()) throw this.#skipped(name, 'no longer a regular file', undefined);
+      if (!(await openedInside(handle, abs, root))) {
+        throw this.#skipped(name, 'its path now leads out of the source tree (symbolic link in a parent)', undefined);
+      }
+      if (st.size > this.#ceiling) throw overCeiling(name, st.size, this.#ceiling);
+      return { handle, size: st.size };
+    } catch (err) {
+      await handle.close().catch(() => {});
+      throw this.#readError(err, 'stat', name);
+    }
+  }
+
+  #skipped(name: string, why: string, code: string | undefined): SourceError {
+    return new SourceError('ERR_SOURCE_RECORD_SKIPPED', `${this.description}: ${quoteName(name)} skipped: ${why}`, {
+      record: name,
+      ...(code === undefined ? {} : { sourceCode: code }),
+    });
+  }
+
+  async read(name: string): Promise<AsyncIterable<Uint8Array>> {
+    const { handle } = await this.#openForRead(name);
+    const self = this;
+    return (async function* () {
+      try {
+        for (;;) {
+          const buf = Buffer.allocUnsafe(READ_CHUNK);
+          const { bytesRead } = await handle.read(buf, 0, READ_CHUNK, null);
+          if (bytesRead === 0) return;
+          yield buf.subarray(0, bytesRead);
+        }
+      } catch (err) {
+        throw self.#readError(err, 'read', name);
+      } finally {
+        await handle.close().catch(() => {});
+      }
+    })();
+  }
+
+  async readRange(name: string, start: number, endInclusive: number): Promise<Uint8Array> {
+    const { handle, size } = await this.#openForRead(name);
+    try {
+      const range = clampRange(start, endInclusive, size);
+      if (range === null) return new Uint8Array(0);
+      const length = range[1] - range[0] + 1;
+      const buf = Buffer.allocUnsafe(length);
+      let got = 0;
+      while (got < length) {
+        const { bytesRead } = await handle.read(buf, got, length - got, range[0] + got);
+        if (bytesRead === 0) break; // shrank since the stat
+        got += bytesRead;
+      }
+      return buf.subarray(0, got);
+    } catch (err) {
+      throw this.#readError(err, 'read', name);
+    } finally {
+      await handle.close().catch(() => {});
+    }
+  }
+
+  async exists(name: string): Promise<boolean> {
+    this.#checkName(name);
+    let root: string;
+    try {
+      root = await this.#real();
+    } catch (err) {
+      if (isSourceError(err, 'ERR_SOURCE_RESOURCE_MISSING')) return false;
+      throw err;
+    }
+    try {
+      const { problem, missing } = await checkParents(root, name, false);
+      if (problem !== null) throw this.#unsafeParent(name, problem);
+      if (missing) return false;
+      await lstat(join(root, name));
+      return true;
+    } catch (err) {
+      const code = errnoOf(err);
+      if (code === 'ENOENT' || code === 'ENOTDIR') return false;
+      throw this.#readError(err, 'check', name);
+    }
+  }
+
+  #unsafeParent(name: string, problem: { kind: 'symlink' | 'not-directory'; at: string }): SourceError {
+    if (problem.kind === 'symlink') {
+      return new SourceError(
+        'ERR_SOURCE_UNSAFE_NAME',
+        `${this.description}: ${quoteName(name)} passes through a symbolic link (${quoteName(problem.at)})`,
+        { record: name },
+      );
+    }
+    return new SourceError(
+      'ERR_SOURCE_WRITE',
+      `${this.description}: ${quoteName(name)}: ${quoteName(problem.at)} is not a directory`,
+      { record: name, sourceCode: 'ENOTDIR' },
+    );
+  }
+
+  async write(name: string, body: RecordBody, metadata: Record<string, unknown> = {}): Promise<WriteResult> {
+    this.#checkName(name);
+    const root = await this.#real(true);
+    const abs = join(root, name);
+    const slash = name.lastIndexOf('/');
+    const base = name.slice(slash + 1);
+    const mode = typeof metadata.mode === 'number' && Number.isInteger(metadata.mode) ? metadata.mode & 0o777 : 0o644;
+    const mtimeMs =
+      typeof metadata.mtimeMs === 'number' && Number.isFinite(metadata.mtimeMs) ? metadata.mtimeMs : undefined;
+    let tmp: string | undefined;
+    let handle: FileHandle | undefined;
+    try {
+      const { problem } = await checkParents(root, name, true);
+      if (problem !== null) throw this.#unsafeParent(name, problem);
+      const tmpBase = `.${base.slice(0, 200)}.coffer-${randomBytes(6).toString('hex')}.tmp`;
+      tmp = join(abs, '..', tmpBase);
+      handle = await open(tmp, CREATE_FLAGS, 0o600);
+      if (!(await openedInside(handle, tmp, root))) {
+        throw new SourceError(
+          'ERR_SOURCE_UNSAFE_NAME',
+          `${this.description}: ${quoteName(name)} would be written outside the root`,
+          { record: name },
+        );
+      }
+      const it = chunksOf(body)[Symbol.asyncIterator]();
+      for (;;) {
+        let next: IteratorResult<Uint8Array>;
+        try {
+          next = await it.next();
+        } catch (err) {
+          throw new BodyError(err); // the caller's own stream failed: hand its error back unchanged
+        }
+        if (next.done === true) break;
+        await handle.write(next.value);
+      }
+      await handle.chmod(mode);
+      if (mtimeMs !== undefined) await handle.utimes(new Date(), new Date(mtimeMs));
+      await handle.close();
+      handle = undefined;
+      // rename never follows a link at the destination: an existing link is replaced, not written through.
+      await rename(tmp, abs);
+      tmp = undefined;
+      return { written: true };
+    } catch (err) {
+      if (err instanceof BodyError) throw err.inner;
+      if (isSourceError(err)) throw err;
+      const code = errnoOf(err);
+      throw new SourceError('ERR_SOURCE_WRITE', `${this.description}: write ${quoteName(name)} failed (${code ?? 'error'})`, {
+        record: name,
+        ...(code === undefined ? {} : { sourceCode: code }),
+      });
+    } finally {
+      if (handle !== undefined) await handle.close().catch(() => {});
+      if (tmp !== undefined) await unlink(tmp).catch(() => {});
+    }
+  }
+
+  async close(): Promise<void> {
+    const cont = this.#cont;
+    this.#cont = undefined;
+    if (cont !== undefined) await cont.walk.return(undefined).catch(() => {});
+  }
+}
