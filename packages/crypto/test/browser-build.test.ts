@@ -125,3 +125,33 @@ t.test('node build and browser build accept each other', async (t) => {
   // Errors from the browser build carry the same codes.
   t.throws(() => web.decodeKeyFile(file1, 'signer-public'), { code: 'ERR_CRYPTO_WRONG_KIND' });
 });
+
+t.test(
+  'the package name resolves per condition (self-reference through the exports map; needs a build)',
+  async (t) => {
+    const viaName = (await import('@coffer/crypto')) as typeof node;
+    t.equal(viaName.platformName, 'node', 'Node picks the `node` build');
+    const bundled = await build({
+      stdin: {
+        contents: "export * from '@coffer/crypto';",
+        resolveDir: new URL('..', import.meta.url).pathname,
+      },
+      bundle: true,
+      platform: 'browser',
+      format: 'esm',
+      write: false,
+      metafile: true,
+      logLevel: 'silent',
+    });
+    const inputs = Object.keys(bundled.metafile!.inputs);
+    t.ok(
+      inputs.some((p) => p.endsWith('dist/browser.js')),
+      'a browser bundler picks dist/browser.js',
+    );
+    t.notOk(
+      inputs.some((p) => p.includes('platform-node')),
+      'and never the node platform',
+    );
+    t.notMatch(bundled.outputFiles[0]!.text, /\bfrom\s*["']node:|\brequire\(/);
+  },
+);

@@ -6,9 +6,9 @@
 import { CryptoError } from '../errors.ts';
 import { checkBytes, fromBase64Url, toBase64Url } from './bytes.ts';
 import { type Digest, formatDigest, isDigest } from './digest.ts';
-import { fingerprint, recipientPublicKeyFromSecret } from './keys.ts';
+import { fingerprint, parseRecipientSecret } from './keys.ts';
 import type { Hasher, Platform } from './platform.ts';
-import { openWith, PURPOSE_SEAL, PURPOSE_WRAP_KEY, sealWith } from './seal.ts';
+import { asCryptoError, openExpanded, openWith, PURPOSE_SEAL, PURPOSE_WRAP_KEY, sealWith } from './seal.ts';
 import { signWith, verifyWith } from './signature.ts';
 
 /** AES-256-GCM key length. */
@@ -64,8 +64,8 @@ export function bindPlatform(platform: Platform) {
       checkAeadArgs(key, nonce, plaintext, aad);
       try {
         return await platform.aesGcmEncrypt(key, nonce, plaintext, aad);
-      } catch {
-        throw new CryptoError('ERR_CRYPTO_MALFORMED', 'AES-256-GCM encryption failed');
+      } catch (e) {
+        throw asCryptoError(e, 'AES-256-GCM encryption could not run');
       }
     },
 
@@ -86,8 +86,8 @@ export function bindPlatform(platform: Platform) {
       let out: Uint8Array | null;
       try {
         out = await platform.aesGcmDecrypt(key, nonce, sealed, aad);
-      } catch {
-        out = null;
+      } catch (e) {
+        throw asCryptoError(e, 'AES-256-GCM decryption could not run');
       }
       if (out === null) throw new CryptoError('ERR_CRYPTO_TAMPERED', 'AEAD authentication failed');
       return out;
@@ -181,9 +181,16 @@ export function bindPlatform(platform: Platform) {
     ): Promise<Uint8Array> {
       if (!Array.isArray(wrapped))
         throw new CryptoError('ERR_CRYPTO_MALFORMED', 'wrapped keys must be an array');
-      const mine = fingerprint(recipientPublicKeyFromSecret(recipientSecretKey));
+      checkBytes(aad, 'aad');
+      const recipient = parseRecipientSecret(recipientSecretKey);
+      const wipe = () => {
+        recipient.mlkemDecapsulationKey.fill(0);
+        recipient.x25519Secret.fill(0);
+      };
+      const mine = fingerprint(recipient.publicKey);
       const entry = wrapped.find((w) => w !== null && typeof w === 'object' && w.recipient === mine);
       if (entry === undefined) {
+        wipe();
         for (const w of wrapped) {
           if (w === null || typeof w !== 'object' || !isDigest(w.recipient)) {
             throw new CryptoError('ERR_CRYPTO_MALFORMED', 'a wrapped key entry is malformed');
@@ -191,9 +198,18 @@ export function bindPlatform(platform: Platform) {
         }
         throw new CryptoError('ERR_CRYPTO_WRONG_KEY', 'no wrapped key is addressed to this recipient');
       }
-      if (typeof entry.capsule !== 'string')
-        throw new CryptoError('ERR_CRYPTO_MALFORMED', 'wrapped key capsule must be text');
-      return openWith(platform, recipientSecretKey, fromBase64Url(entry.capsule), aad, PURPOSE_WRAP_KEY);
+      let capsule: Uint8Array;
+      try {
+        if (typeof entry.capsule !== 'string') {
+          throw new CryptoError('ERR_CRYPTO_MALFORMED', 'wrapped key capsule must be text');
+        }
+        capsule = fromBase64Url(entry.capsule);
+      } catch (e) {
+        wipe();
+        throw e;
+      }
+      // openExpanded wipes the recipient's secret material when it is done.
+      return openExpanded(platform, recipient, capsule, aad, PURPOSE_WRAP_KEY);
     },
   };
 }

@@ -22,7 +22,7 @@ import { ml_kem1024 } from '@noble/post-quantum/ml-kem.js';
 import { CryptoError } from '../errors.ts';
 import { ascii, checkBytes, concatBytes, constantTimeEqual, randomBytes } from './bytes.ts';
 import { X25519_PUBLIC_BYTES } from './key-encoding.ts';
-import { keyId, parseRecipientPublic, parseRecipientSecret } from './keys.ts';
+import { type ExpandedRecipient, keyId, parseRecipientPublic, parseRecipientSecret } from './keys.ts';
 import type { Platform } from './platform.ts';
 
 export const CAPSULE_VERSION = 1;
@@ -128,10 +128,25 @@ export async function openWith(
   aad: Uint8Array,
   purpose: number,
 ): Promise<Uint8Array> {
-  const id = capsuleKeyId(capsule);
+  capsuleKeyId(capsule);
   checkBytes(aad, 'aad');
-  const recipient = parseRecipientSecret(recipientSecretKey);
+  return openExpanded(platform, parseRecipientSecret(recipientSecretKey), capsule, aad, purpose);
+}
+
+/**
+ * Opens with an already expanded recipient (so unwrapKey expands the secret key once), then wipes
+ * the recipient's secret material. Same errors as {@link openWith}.
+ */
+export async function openExpanded(
+  platform: Platform,
+  recipient: ExpandedRecipient,
+  capsule: Uint8Array,
+  aad: Uint8Array,
+  purpose: number,
+): Promise<Uint8Array> {
   try {
+    const id = capsuleKeyId(capsule);
+    checkBytes(aad, 'aad');
     if (!constantTimeEqual(id, keyId(recipient.publicKey))) {
       throw new CryptoError('ERR_CRYPTO_WRONG_KEY', 'capsule is sealed to another recipient');
     }
@@ -153,16 +168,28 @@ export async function openWith(
     const { key, nonce } = deriveKeyAndNonce(ssM, ssX, ephemeralPublic, recipient.x25519Public, ctM);
     ssM.fill(0);
     ssX.fill(0);
-    const plaintext = await platform.aesGcmDecrypt(
-      key,
-      nonce,
-      capsule.subarray(offset),
-      concatBytes(Uint8Array.of(purpose), aad),
-    );
-    key.fill(0);
+    let plaintext: Uint8Array | null;
+    try {
+      plaintext = await platform.aesGcmDecrypt(
+        key,
+        nonce,
+        capsule.subarray(offset),
+        concatBytes(Uint8Array.of(purpose), aad),
+      );
+    } catch (e) {
+      throw asCryptoError(e, 'AES-256-GCM decryption could not run');
+    } finally {
+      key.fill(0);
+    }
     if (plaintext === null) throw new CryptoError('ERR_CRYPTO_TAMPERED', 'capsule failed authentication');
     return plaintext;
   } finally {
     recipient.mlkemDecapsulationKey.fill(0);
+    recipient.x25519Secret.fill(0);
   }
+}
+
+/** `e` when it is already a CryptoError, else a MALFORMED one with `message` (never the cause's text). */
+export function asCryptoError(e: unknown, message: string): CryptoError {
+  return e instanceof CryptoError ? e : new CryptoError('ERR_CRYPTO_MALFORMED', message);
 }
