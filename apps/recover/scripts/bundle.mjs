@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Bundles dist/cli.js and every dependency (@coffer/*, @noble/*, the AWS SDK) into ONE file,
 // dist/coffer-recover.mjs, that an operator can carry to an air-gapped machine and run with plain
-// `node coffer-recover.mjs` on Node 22+ (no node_modules, no network). Run after `tsc -b`.
+// `node coffer-recover.mjs` on Node 22.15+ (no node_modules, no network). Run after `tsc -b`.
 // Not minified, so the file can be read and audited; legal comments are kept at the end.
 import { createHash } from 'node:crypto';
 import { chmodSync, readFileSync, writeFileSync } from 'node:fs';

@@ -7,6 +7,7 @@
  * read from a file or stdin only, never from argv or the environment.
  */
 import { readFileSync } from 'node:fs';
+import * as zlib from 'node:zlib';
 import { RecoverError } from './errors.ts';
 import { EXIT } from './exit-codes.ts';
 import { type ParsedCommand, parseCommandLine, wantsJson } from './internal/args.ts';
@@ -52,6 +53,20 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
   }
 }
 
+/**
+ * Archives compress shards and the index with zstd, which node:zlib has from Node 22.15 / 23.8 on.
+ * Without it a compressed shard cannot be opened, and the archive reader would report it as
+ * damaged; say what is really wrong instead, before touching the archive.
+ */
+export function assertRuntime(): void {
+  if (typeof (zlib as { zstdDecompressSync?: unknown }).zstdDecompressSync !== 'function') {
+    throw new RecoverError(
+      'ERR_RECOVER_RUNTIME',
+      `this Node.js (${process.version}) has no zstd in node:zlib; reading archives needs Node 22.15+ (or 23.8+)`,
+    );
+  }
+}
+
 async function dispatch(command: ParsedCommand, report: Reporter, io: Io): Promise<number> {
   switch (command.name) {
     case 'help':
@@ -64,14 +79,17 @@ async function dispatch(command: ParsedCommand, report: Reporter, io: Io): Promi
     case 'keygen':
       return keygen(command.out, report);
     case 'inspect': {
+      if (command.key !== undefined) assertRuntime();
       const { inspect } = await import('./internal/inspect.ts');
       return inspect(command, report, io);
     }
     case 'verify': {
+      if (command.key !== undefined) assertRuntime();
       const { verifyRun } = await import('./internal/verify.ts');
       return verifyRun(command, report, io);
     }
     case 'extract': {
+      assertRuntime();
       const { extract } = await import('./internal/extract.ts');
       return extract(command, report, io);
     }

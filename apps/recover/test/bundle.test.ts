@@ -1,5 +1,6 @@
 // The air-gapped bundle runs on its own: copied alone into an empty directory (no node_modules
 // anywhere above it), `node coffer-recover.mjs` runs keygen and verify.
+import { spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -72,6 +73,39 @@ t.test('dist/coffer-recover.mjs runs keygen and verify by itself', async (t) => 
   writeFileSync(manifest, JSON.stringify(doc));
   const six = await run(['verify', '--from', bad, '--run', 'r1', '--key', f.breakGlassKey]);
   t.equal(six.code, 6, 'unsupported format version exits 6 from the bundle too');
+
+  // A Node without zstd (the machine's own /usr/bin/node may be one): decrypting commands refuse
+  // plainly instead of calling a good archive damaged; keygen still works.
+  const old = '/usr/bin/node';
+  const probe = existsSync(old)
+    ? spawnSync(old, ['-e', "process.stdout.write(typeof require('zlib').zstdDecompressSync)"], {
+        encoding: 'utf8',
+      })
+    : null;
+  if (probe?.status === 0 && probe.stdout === 'undefined') {
+    const x2 = spawnSync(
+      old,
+      [
+        copy,
+        'extract',
+        '--from',
+        f.bucket,
+        '--run',
+        'r1',
+        '--key',
+        f.breakGlassKey,
+        '--to',
+        join(alone, 'o2'),
+      ],
+      { encoding: 'utf8' },
+    );
+    t.equal(x2.status, 1, 'old Node: extract exits 1');
+    t.match(x2.stderr, /no zstd in node:zlib; reading archives needs Node 22\.15\+/);
+    t.match(x2.stderr, /ERR_RECOVER_RUNTIME/);
+    t.notOk(existsSync(join(alone, 'o2')), 'nothing written');
+  } else {
+    t.pass('no zstd-less Node on this machine to check the runtime refusal with');
+  }
   const s3 = await run([
     'inspect',
     '--from',

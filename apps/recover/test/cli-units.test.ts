@@ -81,6 +81,7 @@ t.test('usage errors', async (t) => {
     ['verify', '--from', 'x', '--run', 'r', '--pin-signer', 'sha256:abc'],
     ['extract', '--from', 'x', '--run', 'r', '--key', 'k', '--to', 'o', '--record', 'a', '--exclude', 'b'],
     ['keygen'],
+    ['inspect', '--from', 'x', '--key', 'k'],
     ['help', 'nope'],
   ]) {
     t.equal(usageCode(argv), 'ERR_RECOVER_USAGE', argv.join(' '));
@@ -130,6 +131,13 @@ t.test('every dependency error code maps to one of ours', async (t) => {
   t.equal(e.exitCode, EXIT.VERIFY_FAILED);
   t.equal(e.object, 'jobs/j/runs/r/shards/000001.bin');
   t.equal(e.message, 'run r: shard tampered: object jobs/j/runs/r/shards/000001.bin');
+  const amb = toRecoverError(
+    Object.assign(new Error('run id exists under several jobs: run r'), {
+      code: 'ERR_ARCHIVE_AMBIGUOUS_RUN',
+    }),
+  );
+  t.equal(amb.exitCode, EXIT.USAGE);
+  t.match(amb.message, /--job JOB/);
 });
 
 t.test('errors without a Coffer code never echo their message', async (t) => {

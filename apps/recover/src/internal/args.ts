@@ -197,7 +197,13 @@ export function parseCommandLine(argv: readonly string[]): ParsedCommand {
   }
   const common = { store, job: str('job'), pinSigner, json, progress };
 
-  if (name === 'inspect') return { name, ...common, run: str('run'), key: str('key') };
+  if (name === 'inspect') {
+    const run = str('run');
+    const key = str('key');
+    if (key !== undefined && run === undefined)
+      throw usage('inspect --key lists records and needs --run', name);
+    return { name, ...common, run, key };
+  }
   if (name === 'verify') return { name, ...common, run: need('run'), key: str('key') };
   const records = list('record');
   const include = list('include');

@@ -72,7 +72,7 @@ export async function inspect(cmd: InspectCommand, report: Reporter, io: Io): Pr
     for (const r of rows.filter((x) => x.job === job)) {
       const status = r.check.status === 'ok' ? 'ok' : `FAILED: ${r.check.message} [${r.check.code}]`;
       lines.push(
-        `  ${r.runId}  ${r.sealedAt ?? '?'}  format ${r.formatVersion ?? '?'}  ${r.records ?? '?'} records  ${size(r.bytes)} (${size(r.storedBytes)} stored, ${r.shards ?? '?'} shards)  signer ${short(r.signer)}  ${status}`,
+        `  ${r.runId}  ${r.sealedAt ?? '?'}  format ${r.formatVersion ?? '?'}  ${r.records ?? '?'} records  ${size(r.bytes)} (${size(r.storedBytes)} stored, ${r.shards ?? '?'} shard${r.shards === 1 ? '' : 's'})  signer ${short(r.signer)}  ${status}`,
       );
     }
   }

@@ -108,6 +108,7 @@ export function toRecoverError(e: unknown, context?: string): RecoverError {
       const object = objectOf(c);
       let message = oneLine(c.message || c.code, 600);
       if (object !== undefined && !message.includes(object)) message = `${object}: ${message}`;
+      if (c.code === 'ERR_ARCHIVE_AMBIGUOUS_RUN') message += ' (name the job with --job JOB)';
       return new RecoverError(target, `${prefix}${message}`, {
         causeCode: c.code,
         ...(object ? { object } : {}),
