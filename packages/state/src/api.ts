@@ -500,7 +500,8 @@ export interface AuditQuery {
 export interface AuditRepository {
   /**
    * Calls `build(head)` inside the transaction and inserts its row. Returns the stored row.
-   * Throws ERR_STATE_INVARIANT when the row's seq or prevHash do not continue the head.
+   * Throws ERR_STATE_INVARIANT when the row's seq or prevHash do not continue the head; an error
+   * thrown by `build` itself aborts the append and is rethrown unchanged.
    */
   append(build: (prev: AuditHead | null) => AuditRowInput | Promise<AuditRowInput>): Promise<AuditRow>;
   head(): Promise<AuditHead | null>;

@@ -5,24 +5,23 @@
  * `description` or in any error.
  */
 import type { OpenStateOptions, State } from './api.ts';
-import { StateError } from './errors.ts';
+import { approvalsRepository } from './internal/approvals.ts';
+import { auditRepository } from './internal/audit.ts';
+import { credentialsRepository } from './internal/credentials.ts';
 import { Db } from './internal/db.ts';
+import { rolesRepository, sessionsRepository } from './internal/identity.ts';
 import { jobsRepository } from './internal/jobs.ts';
-
-// Placeholder for repositories still being written: every call throws ERR_STATE_UNAVAILABLE.
-function notYet<T extends object>(name: string): T {
-  return new Proxy({} as T, {
-    get: () => async () => {
-      throw new StateError('ERR_STATE_UNAVAILABLE', `state repository ${name} is not implemented yet`);
-    },
-  });
-}
+import { keyValueRepository, updateStateRepository } from './internal/kv.ts';
+import { leasesRepository } from './internal/leases.ts';
+import { notificationsRepository } from './internal/notifications.ts';
+import { checkpointsRepository, runsRepository } from './internal/runs.ts';
 
 /**
- * Opens the state store. Returns a State whose repositories are ready; call `close()` on
- * shutdown. Throws StateError: ERR_STATE_INVALID (bad options/URL scheme), ERR_STATE_UNAVAILABLE
- * (cannot open or connect), ERR_STATE_MIGRATION (migration failed, or the database was migrated
- * by a newer engine).
+ * Opens the state store and migrates it to the latest schema. Returns a State whose
+ * repositories are ready; call `close()` on shutdown. Throws StateError: ERR_STATE_INVALID (bad
+ * options or URL scheme), ERR_STATE_UNAVAILABLE (cannot open the file or connect), ERR_STATE_CORRUPT
+ * (the SQLite file is not a database), ERR_STATE_MIGRATION (a migration failed, or the database
+ * was migrated by a newer engine).
  */
 export async function openState(options: OpenStateOptions): Promise<State> {
   const db = await Db.open(options);
@@ -30,17 +29,17 @@ export async function openState(options: OpenStateOptions): Promise<State> {
     backend: db.backend,
     description: db.description,
     jobs: jobsRepository(db),
-    runs: notYet('runs'),
-    checkpoints: notYet('checkpoints'),
-    leases: notYet('leases'),
-    settings: notYet('settings'),
-    roles: notYet('roles'),
-    sessions: notYet('sessions'),
-    approvals: notYet('approvals'),
-    audit: notYet('audit'),
-    credentials: notYet('credentials'),
-    notifications: notYet('notifications'),
-    updates: notYet('updates'),
+    runs: runsRepository(db),
+    checkpoints: checkpointsRepository(db),
+    leases: leasesRepository(db),
+    settings: keyValueRepository(db, 'settings'),
+    roles: rolesRepository(db),
+    sessions: sessionsRepository(db),
+    approvals: approvalsRepository(db),
+    audit: auditRepository(db),
+    credentials: credentialsRepository(db),
+    notifications: notificationsRepository(db),
+    updates: updateStateRepository(db),
     ping: () => db.ping(),
     close: () => db.close(),
   };

@@ -39,6 +39,17 @@ export interface DbOptions {
 const SQLITE_BUSY_TIMEOUT_MS = 5000;
 const MIGRATION_LOCK = 'coffer.state.migrate';
 
+/**
+ * Wraps an error thrown by the CALLER's own code inside a transaction (an audit builder), so
+ * `write` rethrows it unchanged instead of reporting it as a database failure.
+ */
+export class CallerError {
+  readonly error: unknown;
+  constructor(error: unknown) {
+    this.error = error;
+  }
+}
+
 /** int8 / bigint values arrive as strings from pg; everything numeric goes through here. */
 export function num(v: number | string | bigint | null | undefined): number {
   if (v === null || v === undefined) return 0;
@@ -209,6 +220,7 @@ export class Db {
     try {
       return this.backend === 'sqlite' ? await this.#writeSqlite(fn) : await this.#writePg(fn, locks);
     } catch (e) {
+      if (e instanceof CallerError) throw e.error;
       throw mapError(e, what);
     }
   }
