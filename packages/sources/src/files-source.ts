@@ -29,7 +29,13 @@ import {
   overCeiling,
   pageSizeOf,
 } from './internal/common.ts';
-import { CREATE_FLAGS, checkParents, fileNameProblem, openedInside, READ_FLAGS } from './internal/fs-safety.ts';
+import {
+  CREATE_FLAGS,
+  checkParents,
+  fileNameProblem,
+  openedInside,
+  READ_FLAGS,
+} from './internal/fs-safety.ts';
 import { type WalkEntry, walkTree } from './internal/walk.ts';
 import type {
   EnumerateOptions,
@@ -120,9 +126,13 @@ class FilesSource implements SourceConnector {
           sourceCode: code,
         });
       }
-      throw new SourceError('ERR_SOURCE_BINDING', `${this.description}: root is not usable (${code ?? 'error'})`, {
-        ...(code === undefined ? {} : { sourceCode: code }),
-      });
+      throw new SourceError(
+        'ERR_SOURCE_BINDING',
+        `${this.description}: root is not usable (${code ?? 'error'})`,
+        {
+          ...(code === undefined ? {} : { sourceCode: code }),
+        },
+      );
     }
   }
 
@@ -193,10 +203,14 @@ class FilesSource implements SourceConnector {
     if (isSourceError(err)) return err;
     const code = errnoOf(err);
     const where = name === undefined ? '' : ` ${quoteName(name)}`;
-    return new SourceError('ERR_SOURCE_READ', `${this.description}: ${op}${where} failed (${code ?? 'error'})`, {
-      ...(name === undefined ? {} : { record: name }),
-      ...(code === undefined ? {} : { sourceCode: code }),
-    });
+    return new SourceError(
+      'ERR_SOURCE_READ',
+      `${this.description}: ${op}${where} failed (${code ?? 'error'})`,
+      {
+        ...(name === undefined ? {} : { record: name }),
+        ...(code === undefined ? {} : { sourceCode: code }),
+      },
+    );
   }
 
   /** Opens a listed file for reading, with every check; returns the handle and its size. */
@@ -210,10 +224,14 @@ class FilesSource implements SourceConnector {
     } catch (err) {
       const code = errnoOf(err);
       if (code === 'ENOENT' || code === 'ENOTDIR') {
-        throw new SourceError('ERR_SOURCE_RECORD_VANISHED', `${this.description}: ${quoteName(name)} vanished`, {
-          record: name,
-          sourceCode: code,
-        });
+        throw new SourceError(
+          'ERR_SOURCE_RECORD_VANISHED',
+          `${this.description}: ${quoteName(name)} vanished`,
+          {
+            record: name,
+            sourceCode: code,
+          },
+        );
       }
       if (code === 'ELOOP') throw this.#skipped(name, 'now a symbolic link (not followed)', code);
       throw this.#readError(err, 'open', name);
@@ -222,7 +240,11 @@ class FilesSource implements SourceConnector {
       const st = await handle.stat();
       if (!st.isFile()) throw this.#skipped(name, 'no longer a regular file', undefined);
       if (!(await openedInside(handle, abs, root))) {
-        throw this.#skipped(name, 'its path now leads out of the source tree (symbolic link in a parent)', undefined);
+        throw this.#skipped(
+          name,
+          'its path now leads out of the source tree (symbolic link in a parent)',
+          undefined,
+        );
       }
       if (st.size > this.#ceiling) throw overCeiling(name, st.size, this.#ceiling);
       return { handle, size: st.size };
@@ -233,10 +255,14 @@ class FilesSource implements SourceConnector {
   }
 
   #skipped(name: string, why: string, code: string | undefined): SourceError {
-    return new SourceError('ERR_SOURCE_RECORD_SKIPPED', `${this.description}: ${quoteName(name)} skipped: ${why}`, {
-      record: name,
-      ...(code === undefined ? {} : { sourceCode: code }),
-    });
+    return new SourceError(
+      'ERR_SOURCE_RECORD_SKIPPED',
+      `${this.description}: ${quoteName(name)} skipped: ${why}`,
+      {
+        record: name,
+        ...(code === undefined ? {} : { sourceCode: code }),
+      },
+    );
   }
 
   async read(name: string): Promise<AsyncIterable<Uint8Array>> {
@@ -322,9 +348,12 @@ class FilesSource implements SourceConnector {
     const abs = join(root, name);
     const slash = name.lastIndexOf('/');
     const base = name.slice(slash + 1);
-    const mode = typeof metadata.mode === 'number' && Number.isInteger(metadata.mode) ? metadata.mode & 0o777 : 0o644;
+    const mode =
+      typeof metadata.mode === 'number' && Number.isInteger(metadata.mode) ? metadata.mode & 0o777 : 0o644;
     const mtimeMs =
-      typeof metadata.mtimeMs === 'number' && Number.isFinite(metadata.mtimeMs) ? metadata.mtimeMs : undefined;
+      typeof metadata.mtimeMs === 'number' && Number.isFinite(metadata.mtimeMs)
+        ? metadata.mtimeMs
+        : undefined;
     let tmp: string | undefined;
     let handle: FileHandle | undefined;
     try {
@@ -363,10 +392,14 @@ class FilesSource implements SourceConnector {
       if (err instanceof BodyError) throw err.inner;
       if (isSourceError(err)) throw err;
       const code = errnoOf(err);
-      throw new SourceError('ERR_SOURCE_WRITE', `${this.description}: write ${quoteName(name)} failed (${code ?? 'error'})`, {
-        record: name,
-        ...(code === undefined ? {} : { sourceCode: code }),
-      });
+      throw new SourceError(
+        'ERR_SOURCE_WRITE',
+        `${this.description}: write ${quoteName(name)} failed (${code ?? 'error'})`,
+        {
+          record: name,
+          ...(code === undefined ? {} : { sourceCode: code }),
+        },
+      );
     } finally {
       if (handle !== undefined) await handle.close().catch(() => {});
       if (tmp !== undefined) await unlink(tmp).catch(() => {});

@@ -32,7 +32,7 @@ import {
   overCeiling,
   pageSizeOf,
 } from './internal/common.ts';
-import type { CaptureFailure, CaptureResult, CapturedRecord } from './internal/sqlite-capture.ts';
+import type { CapturedRecord, CaptureFailure, CaptureResult } from './internal/sqlite-capture.ts';
 import { quoteIdent, SCHEMA_RECORD, tableOfRecord } from './internal/sqlite-codec.ts';
 import { restoreSchema, restoreTable } from './internal/sqlite-restore.ts';
 import type {
@@ -57,7 +57,10 @@ export interface SqliteSourceConfig {
 }
 
 const READ_CHUNK = 256 * 1024;
-const WORKER_URL = new URL(`./internal/sqlite-worker.${import.meta.url.endsWith('.ts') ? 'ts' : 'js'}`, import.meta.url);
+const WORKER_URL = new URL(
+  `./internal/sqlite-worker.${import.meta.url.endsWith('.ts') ? 'ts' : 'js'}`,
+  import.meta.url,
+);
 
 interface Capture {
   id: string;
@@ -127,9 +130,13 @@ class SqliteSource implements SourceConnector {
       dir = await mkdtemp(join(this.#workDir, 'coffer-sqlite-'));
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code ?? 'error';
-      throw new SourceError('ERR_SOURCE_READ', `${this.description}: cannot create a capture directory (${code})`, {
-        sourceCode: code,
-      });
+      throw new SourceError(
+        'ERR_SOURCE_READ',
+        `${this.description}: cannot create a capture directory (${code})`,
+        {
+          sourceCode: code,
+        },
+      );
     }
     let out: CaptureResult | CaptureFailure;
     try {
@@ -141,10 +148,14 @@ class SqliteSource implements SourceConnector {
           resolvePromise(msg);
         });
         worker.once('error', () => {
-          if (!settled) reject(new SourceError('ERR_SOURCE_READ', `${this.description}: capture worker failed`));
+          if (!settled)
+            reject(new SourceError('ERR_SOURCE_READ', `${this.description}: capture worker failed`));
         });
         worker.once('exit', (code) => {
-          if (!settled) reject(new SourceError('ERR_SOURCE_READ', `${this.description}: capture worker exited (${code})`));
+          if (!settled)
+            reject(
+              new SourceError('ERR_SOURCE_READ', `${this.description}: capture worker exited (${code})`),
+            );
         });
       });
     } catch (err) {
@@ -169,15 +180,31 @@ class SqliteSource implements SourceConnector {
     const { code, stage } = f;
     const opts = { sourceCode: code };
     if (code === 'ENOENT') {
-      return new SourceError('ERR_SOURCE_RESOURCE_MISSING', `${this.description}: database file does not exist`, opts);
+      return new SourceError(
+        'ERR_SOURCE_RESOURCE_MISSING',
+        `${this.description}: database file does not exist`,
+        opts,
+      );
     }
     if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) {
-      return new SourceError('ERR_SOURCE_THROTTLED', `${this.description}: database stayed locked (${code})`, opts);
+      return new SourceError(
+        'ERR_SOURCE_THROTTLED',
+        `${this.description}: database stayed locked (${code})`,
+        opts,
+      );
     }
     if (stage === 'open' && (code === 'EACCES' || code === 'EPERM' || code.startsWith('SQLITE_CANTOPEN'))) {
-      return new SourceError('ERR_SOURCE_BINDING', `${this.description}: database cannot be opened (${code})`, opts);
+      return new SourceError(
+        'ERR_SOURCE_BINDING',
+        `${this.description}: database cannot be opened (${code})`,
+        opts,
+      );
     }
-    return new SourceError('ERR_SOURCE_READ', `${this.description}: capture failed at ${stage} (${code})`, opts);
+    return new SourceError(
+      'ERR_SOURCE_READ',
+      `${this.description}: capture failed at ${stage} (${code})`,
+      opts,
+    );
   }
 
   #info(r: CapturedRecord, capture: Capture): SourceRecordInfo {
@@ -230,19 +257,27 @@ class SqliteSource implements SourceConnector {
     const capture = await this.#captured();
     const r = capture.byName.get(name);
     if (r === undefined) {
-      throw new SourceError('ERR_SOURCE_RECORD_VANISHED', `${this.description}: no record ${quoteName(name)} in the capture`, {
-        record: name,
-      });
+      throw new SourceError(
+        'ERR_SOURCE_RECORD_VANISHED',
+        `${this.description}: no record ${quoteName(name)} in the capture`,
+        {
+          record: name,
+        },
+      );
     }
     if (r.size > this.#ceiling) throw overCeiling(name, r.size, this.#ceiling);
     try {
       return { handle: await open(r.file, 'r'), size: r.size };
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code ?? 'error';
-      throw new SourceError('ERR_SOURCE_READ', `${this.description}: capture file of ${quoteName(name)} unreadable (${code})`, {
-        record: name,
-        sourceCode: code,
-      });
+      throw new SourceError(
+        'ERR_SOURCE_READ',
+        `${this.description}: capture file of ${quoteName(name)} unreadable (${code})`,
+        {
+          record: name,
+          sourceCode: code,
+        },
+      );
     }
   }
 
@@ -287,10 +322,14 @@ class SqliteSource implements SourceConnector {
     } catch (err) {
       if (isSourceError(err)) throw err;
       const code = (err as NodeJS.ErrnoException).code ?? 'error';
-      throw new SourceError('ERR_SOURCE_READ', `${this.description}: read ${quoteName(name)} failed (${code})`, {
-        record: name,
-        sourceCode: code,
-      });
+      throw new SourceError(
+        'ERR_SOURCE_READ',
+        `${this.description}: read ${quoteName(name)} failed (${code})`,
+        {
+          record: name,
+          sourceCode: code,
+        },
+      );
     } finally {
       await handle.close().catch(() => {});
     }
@@ -318,10 +357,18 @@ class SqliteSource implements SourceConnector {
     const code = typeof raw === 'string' ? raw : 'error';
     const opts = { ...(name === undefined ? {} : { record: name }), sourceCode: code };
     if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) {
-      return new SourceError('ERR_SOURCE_THROTTLED', `${this.description}: database stayed locked (${code})`, opts);
+      return new SourceError(
+        'ERR_SOURCE_THROTTLED',
+        `${this.description}: database stayed locked (${code})`,
+        opts,
+      );
     }
     if (op === 'open') {
-      return new SourceError('ERR_SOURCE_BINDING', `${this.description}: target cannot be opened (${code})`, opts);
+      return new SourceError(
+        'ERR_SOURCE_BINDING',
+        `${this.description}: target cannot be opened (${code})`,
+        opts,
+      );
     }
     const what = name === undefined ? '' : ` ${quoteName(name)}`;
     return new SourceError('ERR_SOURCE_WRITE', `${this.description}: ${op}${what} failed (${code})`, opts);
@@ -340,13 +387,16 @@ class SqliteSource implements SourceConnector {
       const db = this.#targetDb();
       if (table === null) {
         return (
-          db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' LIMIT 1").get() !==
-          undefined
+          db
+            .prepare(
+              "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' LIMIT 1",
+            )
+            .get() !== undefined
         );
       }
-      const row = db.prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name = ? COLLATE NOCASE").get(table) as
-        | { name: string }
-        | undefined;
+      const row = db
+        .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name = ? COLLATE NOCASE")
+        .get(table) as { name: string } | undefined;
       if (row === undefined) return false;
       return db.prepare(`SELECT 1 FROM ${quoteIdent(row.name)} LIMIT 1`).get() !== undefined;
     } catch (err) {
@@ -364,9 +414,13 @@ class SqliteSource implements SourceConnector {
   async #write(name: string, body: RecordBody): Promise<WriteResult> {
     const table = tableOfRecord(name);
     if (name !== SCHEMA_RECORD && table === null) {
-      throw new SourceError('ERR_SOURCE_INVALID_RECORD', `${this.description}: ${quoteName(name)} is not a record of a sqlite source`, {
-        record: name,
-      });
+      throw new SourceError(
+        'ERR_SOURCE_INVALID_RECORD',
+        `${this.description}: ${quoteName(name)} is not a record of a sqlite source`,
+        {
+          record: name,
+        },
+      );
     }
     const db = this.#targetDb();
     const bodyError = (err: unknown) => new BodyError(err);

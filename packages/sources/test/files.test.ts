@@ -1,5 +1,14 @@
-import { chmodSync, mkdirSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
+import {
+  chmodSync,
+  mkdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { tempDir } from '@coffer/testkit';
 import t from 'tap';
@@ -48,10 +57,17 @@ t.test('lists regular files in byte order, skips links and special files, keeps 
     ['a-c/file', 'a/b/deep.txt', 'a/x.bin', 'a0', 'exec.sh', 'top.txt'],
     'records in UTF-8 byte order',
   );
-  t.same(
-    entries.map((e) => e.name).sort(),
-    ['a-c/file', 'a/b/deep.txt', 'a/x.bin', 'a0', 'exec.sh', 'link-to-dir', 'link-to-file', 'pipe', 'top.txt'],
-  );
+  t.same(entries.map((e) => e.name).sort(), [
+    'a-c/file',
+    'a/b/deep.txt',
+    'a/x.bin',
+    'a0',
+    'exec.sh',
+    'link-to-dir',
+    'link-to-file',
+    'pipe',
+    'top.txt',
+  ]);
   const skipped = entries.filter(isSkipped);
   t.same(
     skipped.map((s) => [s.name, s.reason]),
@@ -71,15 +87,19 @@ t.test('lists regular files in byte order, skips links and special files, keeps 
 
   // Paginated listings give the same sequence at every page size, and resume from a bare cursor.
   const names = (list: { name: string }[]) => list.map((e) => e.name).sort();
-  for (const size of [1, 2, 3, 100]) t.same(names(await collect(src, size)), names(entries), `page size ${size}`);
+  for (const size of [1, 2, 3, 100])
+    t.same(names(await collect(src, size)), names(entries), `page size ${size}`);
   const p1 = await src.list({ pageSize: 4 });
   t.equal(p1.records.length + p1.skipped.length, 4);
   const fresh = createFilesSource({ type: 'files', root });
   const p2 = await fresh.list({ pageSize: 100, cursor: p1.cursor! });
-  t.same(
-    [...p2.records, ...p2.skipped].map((e) => e.name).sort(),
-    ['exec.sh', 'link-to-dir', 'link-to-file', 'pipe', 'top.txt'],
-  );
+  t.same([...p2.records, ...p2.skipped].map((e) => e.name).sort(), [
+    'exec.sh',
+    'link-to-dir',
+    'link-to-file',
+    'pipe',
+    'top.txt',
+  ]);
   t.equal(p2.cursor, undefined);
   await fresh.close();
 });
@@ -94,7 +114,10 @@ t.test('reads whole and by range; vanished and replaced files are typed', async 
   t.same(Buffer.from(await src.readRange('top.txt', 1, 1)), Buffer.from('o'));
   t.same(Buffer.from(await src.readRange('top.txt', 1, 99)), Buffer.from('op'));
   t.equal((await src.readRange('top.txt', 5, 9)).byteLength, 0);
-  await t.rejects(src.read('a/x.bin'), { code: 'ERR_SOURCE_RECORD_TOO_LARGE', reason: 'record over the in-band size ceiling (recover it out of band)' });
+  await t.rejects(src.read('a/x.bin'), {
+    code: 'ERR_SOURCE_RECORD_TOO_LARGE',
+    reason: 'record over the in-band size ceiling (recover it out of band)',
+  });
   await t.rejects(src.read('gone.txt'), { code: 'ERR_SOURCE_RECORD_VANISHED', disposition: 'warn' });
   await t.rejects(src.read('link-to-file'), { code: 'ERR_SOURCE_RECORD_SKIPPED' });
   await t.rejects(src.read('link-to-dir/secret'), { code: 'ERR_SOURCE_RECORD_SKIPPED' });
@@ -162,10 +185,14 @@ t.test('write restores content, mode and mtime, and never leaves the root', asyn
   // A failing body stream: its own error comes back and no temp file is left.
   const boom = new Error('body broke');
   await t.rejects(
-    dst.write('c/partial', (async function* () {
-      yield new Uint8Array([1]);
-      throw boom;
-    })(), {}),
+    dst.write(
+      'c/partial',
+      (async function* () {
+        yield new Uint8Array([1]);
+        throw boom;
+      })(),
+      {},
+    ),
     boom,
   );
   t.same(

@@ -45,7 +45,9 @@ for (const journal of ['wal', 'delete']) {
     const file = join(dir, 'live.sqlite');
     const db = new Database(file);
     db.pragma(`journal_mode = ${journal}`);
-    db.exec('CREATE TABLE counter (id INTEGER PRIMARY KEY, n INTEGER NOT NULL); INSERT INTO counter VALUES (1, 0);');
+    db.exec(
+      'CREATE TABLE counter (id INTEGER PRIMARY KEY, n INTEGER NOT NULL); INSERT INTO counter VALUES (1, 0);',
+    );
     db.exec('CREATE TABLE log (id INTEGER PRIMARY KEY, n INTEGER NOT NULL, pad TEXT)');
     // Some bulk first so the capture takes a while.
     const fill = db.transaction(() => {
@@ -57,7 +59,9 @@ for (const journal of ['wal', 'delete']) {
     db.close();
 
     const betterSqlite = createRequire(import.meta.url).resolve('better-sqlite3');
-    const writer = spawn(process.execPath, ['-e', WRITER, betterSqlite, file], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const writer = spawn(process.execPath, ['-e', WRITER, betterSqlite, file], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     t.teardown(() => {
       writer.kill('SIGKILL');
     });
@@ -123,7 +127,9 @@ function buildFixture(file: string): void {
   `);
   db.prepare('INSERT INTO authors (name) VALUES (?), (?)').run('Ann', 'Bob');
   db.prepare('DELETE FROM authors WHERE name = ?').run('Bob'); // autoincrement counter stays at 2
-  const ins = db.prepare('INSERT INTO books (id, author_id, title, price, cover, anything, big) VALUES (?, ?, ?, ?, ?, ?, ?)');
+  const ins = db.prepare(
+    'INSERT INTO books (id, author_id, title, price, cover, anything, big) VALUES (?, ?, ?, ?, ?, ?, ?)',
+  );
   ins.safeIntegers(true);
   ins.run(1n, 1n, 'First', 12.5, Buffer.from([0, 1, 2, 255]), 3.0, 9007199254740993n);
   ins.run(2n, 1n, 'Second "quoted"\nline', -0.0, null, 'text', -9223372036854775808n);
@@ -145,10 +151,21 @@ t.test('records, metadata and a faithful whole restore into a fresh database', a
   t.same(
     all.map((e) => e.name),
     // Listing order: the schema, then tables in creation order; skipped names come last.
-    ['schema.json', 'tables/authors.jsonl', 'tables/books.jsonl', 'tables/audit.jsonl', 'tables/kv.jsonl', 'tables/odd%2Fna%20me.jsonl', 'tables/search.jsonl'],
+    [
+      'schema.json',
+      'tables/authors.jsonl',
+      'tables/books.jsonl',
+      'tables/audit.jsonl',
+      'tables/kv.jsonl',
+      'tables/odd%2Fna%20me.jsonl',
+      'tables/search.jsonl',
+    ],
   );
   const skipped = all.filter(isSkipped);
-  t.same(skipped.map((s) => s.name), ['tables/search.jsonl']);
+  t.same(
+    skipped.map((s) => s.name),
+    ['tables/search.jsonl'],
+  );
   const books = all.find((e) => e.name === 'tables/books.jsonl') as SourceRecordInfo;
   t.same(books.metadata.parents, ['authors']);
   t.equal(books.metadata.table, 'books');
@@ -158,7 +175,10 @@ t.test('records, metadata and a faithful whole restore into a fresh database', a
   t.equal(books.sourceType, 'sqlite');
   const schema = JSON.parse((await bytes(await src.read('schema.json'))).toString('utf8'));
   t.equal(schema.userVersion, 7);
-  t.same(schema.views.map((v: { name: string }) => v.name), ['book_titles']);
+  t.same(
+    schema.views.map((v: { name: string }) => v.name),
+    ['book_titles'],
+  );
   // Range reads of a table record are byte-exact.
   const whole = await bytes(await src.read('tables/books.jsonl'));
   t.same(Buffer.from(await src.readRange('tables/books.jsonl', 5, 40)), whole.subarray(5, 41));
@@ -182,18 +202,35 @@ t.test('records, metadata and a faithful whole restore into a fresh database', a
     b.close();
   });
   const dump = (db: Database.Database, sql: string) =>
-    db.prepare(sql).safeIntegers(true).raw(true).all().map((row) =>
-      (row as unknown[]).map((v) => [v === null ? 'null' : Buffer.isBuffer(v) ? 'blob' : typeof v, Buffer.isBuffer(v) ? v.toString('hex') : Object.is(v, -0) ? '-0' : String(v)]),
-    );
-  const typed = 'SELECT id, author_id, title, price, cover, anything, big, typeof(anything), title_len FROM books ORDER BY id';
+    db
+      .prepare(sql)
+      .safeIntegers(true)
+      .raw(true)
+      .all()
+      .map((row) =>
+        (row as unknown[]).map((v) => [
+          v === null ? 'null' : Buffer.isBuffer(v) ? 'blob' : typeof v,
+          Buffer.isBuffer(v) ? v.toString('hex') : Object.is(v, -0) ? '-0' : String(v),
+        ]),
+      );
+  const typed =
+    'SELECT id, author_id, title, price, cover, anything, big, typeof(anything), title_len FROM books ORDER BY id';
   t.same(dump(b, typed), dump(a, typed), 'every storage class survives');
   t.same(dump(b, 'SELECT * FROM kv'), dump(a, 'SELECT * FROM kv'));
-  t.same(dump(b, 'SELECT * FROM audit'), dump(a, 'SELECT * FROM audit'), 'triggers did not fire on restored rows');
+  t.same(
+    dump(b, 'SELECT * FROM audit'),
+    dump(a, 'SELECT * FROM audit'),
+    'triggers did not fire on restored rows',
+  );
   t.same(dump(b, 'SELECT * FROM "odd/na me"'), [[['string', 'odd']]]);
   t.same(dump(b, 'SELECT * FROM book_titles'), dump(a, 'SELECT * FROM book_titles'));
   t.equal(b.pragma('user_version', { simple: true }), 7);
   t.same(dump(b, "SELECT seq FROM sqlite_sequence WHERE name = 'authors'"), [[['bigint', '2']]]);
-  const idx = b.prepare("SELECT name FROM sqlite_schema WHERE type IN ('index','trigger') AND sql IS NOT NULL ORDER BY name").all();
+  const idx = b
+    .prepare(
+      "SELECT name FROM sqlite_schema WHERE type IN ('index','trigger') AND sql IS NOT NULL ORDER BY name",
+    )
+    .all();
   t.same(idx, [{ name: 'books_audit' }, { name: 'books_by_author' }]);
   // The trigger works again after the restore.
   const w = new Database(target);
@@ -221,14 +258,20 @@ t.test('a table subset restores alone (createOnly) and restore refuses what exis
   t.equal((db.prepare('SELECT count(*) AS n FROM books').get() as { n: number }).n, 3);
   db.close();
   // Again: the table has rows now.
-  await t.rejects(dst.write('tables/books.jsonl', await src.read('tables/books.jsonl')), { code: 'ERR_SOURCE_TARGET_EXISTS' });
+  await t.rejects(dst.write('tables/books.jsonl', await src.read('tables/books.jsonl')), {
+    code: 'ERR_SOURCE_TARGET_EXISTS',
+  });
   // The schema record refuses a database that already has one of its tables.
-  await t.rejects(dst.write('schema.json', await src.read('schema.json')), { code: 'ERR_SOURCE_TARGET_EXISTS' });
+  await t.rejects(dst.write('schema.json', await src.read('schema.json')), {
+    code: 'ERR_SOURCE_TARGET_EXISTS',
+  });
   // A truncated table record changes nothing.
   const kv = await bytes(await src.read('tables/kv.jsonl'));
   const cut = kv.subarray(0, kv.lastIndexOf('\n', kv.length - 2) + 1);
   await t.rejects(dst.write('tables/kv.jsonl', cut), { code: 'ERR_SOURCE_INVALID_RECORD' });
-  await t.rejects(dst.write('tables/kv.jsonl', Buffer.from('not json\n')), { code: 'ERR_SOURCE_INVALID_RECORD' });
+  await t.rejects(dst.write('tables/kv.jsonl', Buffer.from('not json\n')), {
+    code: 'ERR_SOURCE_INVALID_RECORD',
+  });
   await t.rejects(dst.write('other.bin', Buffer.from('x')), { code: 'ERR_SOURCE_INVALID_RECORD' });
   t.equal(await dst.exists('tables/kv.jsonl'), false, 'rolled back: no kv table');
 });

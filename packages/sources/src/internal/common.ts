@@ -3,7 +3,14 @@
  * collection for `write`, range clamping, and option checks.
  */
 import { SourceError } from '../errors.ts';
-import type { EnumerateOptions, ListOptions, RecordBody, SkippedRecord, SourcePage, SourceRecordInfo } from '../types.ts';
+import type {
+  EnumerateOptions,
+  ListOptions,
+  RecordBody,
+  SkippedRecord,
+  SourcePage,
+  SourceRecordInfo,
+} from '../types.ts';
 
 export const DEFAULT_PAGE_SIZE = 1000;
 export const MAX_PAGE_SIZE = 100_000;
@@ -65,7 +72,9 @@ export async function collectBody(body: RecordBody, limit: number, name: string)
 }
 
 function tooBig(name: string, limit: number): SourceError {
-  return new SourceError('ERR_SOURCE_INVALID_RECORD', `record body is larger than ${limit} bytes`, { record: name });
+  return new SourceError('ERR_SOURCE_INVALID_RECORD', `record body is larger than ${limit} bytes`, {
+    record: name,
+  });
 }
 
 /** Turns a body into an async stream of chunks. */
@@ -79,7 +88,12 @@ export async function* chunksOf(body: RecordBody): AsyncIterable<Uint8Array> {
 
 /** Checks a byte range request; returns [start, endInclusive] clamped to `size` (null: empty). */
 export function clampRange(start: number, endInclusive: number, size: number): [number, number] | null {
-  if (!Number.isSafeInteger(start) || !Number.isSafeInteger(endInclusive) || start < 0 || endInclusive < start) {
+  if (
+    !Number.isSafeInteger(start) ||
+    !Number.isSafeInteger(endInclusive) ||
+    start < 0 ||
+    endInclusive < start
+  ) {
     throw new SourceError('ERR_SOURCE_INVALID_CONFIG', 'byte range must be integers with 0 <= start <= end');
   }
   if (start >= size) return null;
@@ -108,7 +122,10 @@ export function overCeiling(name: string, size: number, ceiling: number): Source
 export function bindingOf(value: unknown, fallback: string): string {
   if (value === undefined) return fallback;
   if (typeof value !== 'string' || value.length === 0 || value.length > 200) {
-    throw new SourceError('ERR_SOURCE_INVALID_CONFIG', 'binding must be a non-empty string of at most 200 characters');
+    throw new SourceError(
+      'ERR_SOURCE_INVALID_CONFIG',
+      'binding must be a non-empty string of at most 200 characters',
+    );
   }
   return value;
 }

@@ -35,7 +35,8 @@ let procFd: boolean | undefined;
  * parent, which narrows but does not close the race.
  */
 export async function openedInside(handle: FileHandle, abs: string, realRoot: string): Promise<boolean> {
-  const inside = (p: string) => p === realRoot || p.startsWith(realRoot.endsWith(sep) ? realRoot : realRoot + sep);
+  const inside = (p: string) =>
+    p === realRoot || p.startsWith(realRoot.endsWith(sep) ? realRoot : realRoot + sep);
   if (procFd !== false) {
     try {
       const real = await readlink(`/proc/self/fd/${handle.fd}`);
@@ -88,7 +89,8 @@ export async function checkParents(
       }
       continue;
     }
-    if (st.isSymbolicLink()) return { problem: { kind: 'symlink', at: segs.slice(0, i + 1).join('/') }, missing: false };
+    if (st.isSymbolicLink())
+      return { problem: { kind: 'symlink', at: segs.slice(0, i + 1).join('/') }, missing: false };
     if (!st.isDirectory()) {
       return { problem: { kind: 'not-directory', at: segs.slice(0, i + 1).join('/') }, missing: false };
     }

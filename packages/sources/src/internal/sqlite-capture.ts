@@ -95,10 +95,14 @@ interface TableListRow {
 function readSnapshot(db: Database.Database, dir: string, writing: () => void): CaptureResult {
   const capturedAt = new Date().toISOString();
   const objects = db
-    .prepare("SELECT type, name, tbl_name AS tbl, sql FROM sqlite_schema WHERE sql IS NOT NULL ORDER BY rowid")
+    .prepare(
+      'SELECT type, name, tbl_name AS tbl, sql FROM sqlite_schema WHERE sql IS NOT NULL ORDER BY rowid',
+    )
     .all() as { type: string; name: string; tbl: string; sql: string }[];
   const kinds = new Map<string, TableListRow>();
-  for (const row of db.prepare("SELECT name, type, wr, strict FROM pragma_table_list WHERE schema = 'main'").all()) {
+  for (const row of db
+    .prepare("SELECT name, type, wr, strict FROM pragma_table_list WHERE schema = 'main'")
+    .all()) {
     const r = row as TableListRow;
     kinds.set(r.name, r);
   }
@@ -134,7 +138,8 @@ function readSnapshot(db: Database.Database, dir: string, writing: () => void): 
     const kind = kinds.get(o.name);
     if (kind?.type === 'virtual') {
       schema.virtualTables.push({ name: o.name, sql: o.sql });
-      const reason = 'virtual table: definition kept in schema.json, contents not captured (rebuild after restore)';
+      const reason =
+        'virtual table: definition kept in schema.json, contents not captured (rebuild after restore)';
       schema.skipped.push({ name: o.name, reason });
       skipped.push({ name: tableRecordName(o.name), reason });
       continue;
@@ -146,7 +151,11 @@ function readSnapshot(db: Database.Database, dir: string, writing: () => void): 
     }[];
     // hidden 2 and 3 are generated columns: SQLite computes them, they cannot be inserted.
     const columns = xinfo.filter((c) => c.hidden === 0).map((c) => c.name);
-    const fkRows = db.prepare('SELECT id, "table" AS parent, "from" AS src, "to" AS dst FROM pragma_foreign_key_list(?) ORDER BY id, seq').all(o.name) as {
+    const fkRows = db
+      .prepare(
+        'SELECT id, "table" AS parent, "from" AS src, "to" AS dst FROM pragma_foreign_key_list(?) ORDER BY id, seq',
+      )
+      .all(o.name) as {
       id: number;
       parent: string;
       src: string;

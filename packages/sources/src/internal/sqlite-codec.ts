@@ -109,7 +109,8 @@ export function encodeCell(v: unknown): unknown {
     if (!Number.isFinite(v)) return { r: String(v) };
     return Number.isInteger(v) ? { r: v } : v;
   }
-  if (v instanceof Uint8Array) return { b: Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('base64') };
+  if (v instanceof Uint8Array)
+    return { b: Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('base64') };
   throw new TypeError('unexpected SQLite value');
 }
 
@@ -143,7 +144,8 @@ export function asTableHeader(v: unknown): TableHeader | null {
     !strings(h.indexes) ||
     !strings(h.triggers) ||
     !Number.isSafeInteger(h.rows) ||
-    (h.autoincrement !== null && (typeof h.autoincrement !== 'string' || !/^-?\d{1,20}$/.test(h.autoincrement)))
+    (h.autoincrement !== null &&
+      (typeof h.autoincrement !== 'string' || !/^-?\d{1,20}$/.test(h.autoincrement)))
   ) {
     return null;
   }

@@ -15,19 +15,25 @@
  */
 import type Database from 'better-sqlite3';
 import { quoteName, SourceError } from '../errors.ts';
+import type { RecordBody } from '../types.ts';
 import { chunksOf } from './common.ts';
 import { asSchema, asTableHeader, decodeCell, quoteIdent, type SqliteSchema } from './sqlite-codec.ts';
-import type { RecordBody } from '../types.ts';
 
 const MAX_LINE = 512 * 1024 * 1024;
 const MAX_SCHEMA = 64 * 1024 * 1024;
 
 function invalid(name: string, why: string): SourceError {
-  return new SourceError('ERR_SOURCE_INVALID_RECORD', `sqlite record ${quoteName(name)}: ${why}`, { record: name });
+  return new SourceError('ERR_SOURCE_INVALID_RECORD', `sqlite record ${quoteName(name)}: ${why}`, {
+    record: name,
+  });
 }
 
 /** Splits a body into lines (without the '\n'). */
-async function* linesOf(body: RecordBody, name: string, onBodyError: (err: unknown) => unknown): AsyncGenerator<string> {
+async function* linesOf(
+  body: RecordBody,
+  name: string,
+  onBodyError: (err: unknown) => unknown,
+): AsyncGenerator<string> {
   const decoder = new TextDecoder('utf-8', { fatal: true });
   let rest = '';
   const it = chunksOf(body)[Symbol.asyncIterator]();
@@ -103,9 +109,13 @@ export async function restoreSchema(
   await inTransaction(db, async () => {
     for (const t of s.tables) {
       if (objectExists(db, t.name) !== undefined) {
-        throw new SourceError('ERR_SOURCE_TARGET_EXISTS', `sqlite: table ${quoteName(t.name)} already exists in the target`, {
-          record: name,
-        });
+        throw new SourceError(
+          'ERR_SOURCE_TARGET_EXISTS',
+          `sqlite: table ${quoteName(t.name)} already exists in the target`,
+          {
+            record: name,
+          },
+        );
       }
       db.exec(t.sql);
     }
@@ -165,7 +175,8 @@ export async function restoreTable(
       } catch {
         throw invalid(name, `row ${rows + 1} is not JSON`);
       }
-      if (!Array.isArray(cells) || cells.length !== cols.length) throw invalid(name, `row ${rows + 1} has the wrong shape`);
+      if (!Array.isArray(cells) || cells.length !== cols.length)
+        throw invalid(name, `row ${rows + 1} has the wrong shape`);
       let values: ReturnType<typeof decodeCell>[];
       try {
         values = cells.map(decodeCell);
@@ -175,13 +186,15 @@ export async function restoreTable(
       insert.run(...values);
       rows++;
     }
-    if (rows !== header.rows) throw invalid(name, `holds ${rows} rows, its header says ${header.rows} (truncated?)`);
+    if (rows !== header.rows)
+      throw invalid(name, `holds ${rows} rows, its header says ${header.rows} (truncated?)`);
     for (const sql of header.indexes) db.exec(sql);
     for (const sql of header.triggers) db.exec(sql);
     if (header.autoincrement !== null) {
       const seq = BigInt(header.autoincrement);
       const updated = db.prepare('UPDATE sqlite_sequence SET seq = ? WHERE name = ?').run(seq, header.table);
-      if (updated.changes === 0) db.prepare('INSERT INTO sqlite_sequence (name, seq) VALUES (?, ?)').run(header.table, seq);
+      if (updated.changes === 0)
+        db.prepare('INSERT INTO sqlite_sequence (name, seq) VALUES (?, ?)').run(header.table, seq);
     }
     return rows;
   });

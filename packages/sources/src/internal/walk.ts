@@ -157,7 +157,11 @@ export async function* walkTree(root: string, after: string | null): AsyncGenera
     try {
       stats = await frame.stats.get(index)!;
     } catch (err) {
-      yield { kind: 'skipped', name, reason: `not accessible (${(err as NodeJS.ErrnoException).code ?? 'error'})` };
+      yield {
+        kind: 'skipped',
+        name,
+        reason: `not accessible (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+      };
       continue;
     } finally {
       frame.stats.delete(index);
@@ -168,7 +172,9 @@ export async function* walkTree(root: string, after: string | null): AsyncGenera
       yield {
         kind: 'skipped',
         name,
-        reason: stats.isSymbolicLink() ? 'symbolic link (not followed)' : `special file (${otherKind(stats)})`,
+        reason: stats.isSymbolicLink()
+          ? 'symbolic link (not followed)'
+          : `special file (${otherKind(stats)})`,
       };
       continue;
     }
