@@ -299,24 +299,25 @@ export class Db {
   }
 
   async #migrate(): Promise<void> {
-    const migrator = new Migrator({ db: this.k, provider: migrationProvider(this.backend) });
+    const provider = migrationProvider(this.backend);
+    const migrator = new Migrator({ db: this.k, provider });
     const run = async (): Promise<void> => {
       const { error, results } = await migrator.migrateToLatest();
-      if (error !== undefined) {
-        const failed = results?.find((r) => r.status === 'Error')?.migrationName;
-        const msg = error instanceof Error ? error.message : '';
-        if (/missing|order/i.test(msg) && failed === undefined && !driverCode(error)) {
-          throw new StateError(
-            'ERR_STATE_MIGRATION',
-            'the state database was migrated by a newer engine version; refusing to run an older one on it',
-          );
-        }
+      if (error === undefined) return;
+      if (await this.#migratedByNewer(Object.keys(await provider.getMigrations()))) {
         throw new StateError(
           'ERR_STATE_MIGRATION',
-          `migrating the state database failed${failed ? ` at ${failed}` : ''}`,
-          { driverCode: driverCode(error) },
+          'the state database was migrated by a newer engine version; refusing to run an older one on it',
         );
       }
+      const failed = results?.find((r) => r.status === 'Error')?.migrationName;
+      throw new StateError(
+        'ERR_STATE_MIGRATION',
+        `migrating the state database failed${failed ? ` at ${failed}` : ''}`,
+        {
+          driverCode: driverCode(error),
+        },
+      );
     };
     if (this.backend === 'sqlite') {
       // Kysely runs SQLite migrations without a transaction; holding BEGIN IMMEDIATE across the
@@ -361,6 +362,16 @@ export class Db {
         broken = true;
       }
       client.release(broken);
+    }
+  }
+
+  /** True when the bookkeeping table names a migration this code does not know. */
+  async #migratedByNewer(known: string[]): Promise<boolean> {
+    try {
+      const rows = await sql<{ name: string }>`select name from kysely_migration`.execute(this.k);
+      return rows.rows.some((r) => !known.includes(r.name));
+    } catch {
+      return false;
     }
   }
 
