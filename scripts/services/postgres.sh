@@ -19,6 +19,15 @@ root=$(pwd)
 port=${COFFER_POSTGRES_PORT:-54329}
 services="$root/.test-services"
 data="$services/pg"
+# As root the cluster belongs to `postgres`, which must be able to reach the data directory; a
+# clone under a private home (e.g. /root, mode 0700) is not reachable, so the cluster then lives in
+# a per-checkout directory under /var/tmp instead (same name for start and stop).
+pick_data() {
+  if [ "$(id -u)" = 0 ] && id postgres >/dev/null 2>&1 && ! runuser -u postgres -- test -x "$root" 2>/dev/null; then
+    data="/var/tmp/coffer-test-pg-$(printf '%s' "$root" | sha256sum | cut -c1-12)"
+  fi
+}
+pick_data
 envfile="$services/postgres.env"
 pwfile="$services/pg-password"
 
@@ -93,6 +102,7 @@ cmd_start() {
   local bin
   bin=$(pg_bin) || cmd_install
   bin=$(pg_bin) || { echo "postgres.sh: PostgreSQL not installed (run: scripts/services/postgres.sh install)" >&2; return 1; }
+  pick_data # the postgres user may only exist now
   local pw
   pw=$(password)
   if [ ! -s "$data/PG_VERSION" ]; then

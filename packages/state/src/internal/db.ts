@@ -155,8 +155,10 @@ export class Db {
       try {
         mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
         raw = new Database(file);
-        raw.pragma('journal_mode = WAL');
+        // busy_timeout first: switching a fresh file to WAL takes a lock another starting
+        // process may briefly hold.
         raw.pragma(`busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`);
+        raw.pragma('journal_mode = WAL');
         raw.pragma('foreign_keys = ON');
       } catch (e) {
         throw mapError(e, 'opening the SQLite state file');
