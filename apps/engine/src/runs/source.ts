@@ -1,0 +1,131 @@
+/**
+ * Opening a job's source connector (@coffer/sources) from the job's `source` object, and the
+ * narrow connector surface the run executor uses.
+ *
+ * Security-relevant behaviour: connection secrets never live in a job; a job names the
+ * environment variables that hold them (`passwordEnv`, `accessKeyIdEnv`, `secretAccessKeyEnv`) and
+ * they are read here, at open time, and handed to the connector only.
+ */
+import { createRequire } from 'node:module';
+
+/** One record as the connector's listing saw it. */
+export interface RunSourceRecord {
+  name: string;
+  size: number;
+  sourceType: string;
+  binding: string;
+  namespace: string;
+  metadata: Record<string, unknown>;
+}
+
+export interface RunSourceSkipped {
+  skipped: true;
+  name: string;
+  reason: string;
+}
+
+/** The subset of @coffer/sources' SourceConnector the executor needs. */
+export interface RunSource {
+  readonly type: string;
+  readonly binding: string;
+  readonly namespace: string;
+  readonly description: string;
+  enumerate(options?: { pageSize?: number; maxPages?: number }): AsyncIterable<RunSourceRecord | RunSourceSkipped>;
+  read(name: string): Promise<AsyncIterable<Uint8Array>>;
+  close(): Promise<void>;
+}
+
+export function isSkippedEntry(entry: RunSourceRecord | RunSourceSkipped): entry is RunSourceSkipped {
+  return (entry as RunSourceSkipped).skipped === true;
+}
+
+/** A job's `source` object as the jobs routes validated it. */
+export type JobSource = { type: string } & Record<string, unknown>;
+
+interface SourcesModule {
+  createFilesSource?: (config: Record<string, unknown>) => RunSource;
+  createSqliteSource?: (config: Record<string, unknown>) => RunSource;
+  createRedisSource?: (config: Record<string, unknown>) => RunSource;
+  createS3Source?: (config: Record<string, unknown>) => RunSource;
+  openSource?: (config: Record<string, unknown>) => RunSource | Promise<RunSource>;
+  SourceError: new (code: string, message: string, options?: Record<string, unknown>) => Error;
+}
+
+let loaded: Promise<SourcesModule> | null = null;
+
+/** @coffer/sources, loaded once (resolved from this package's dependencies). */
+export function sourcesModule(): Promise<SourcesModule> {
+  if (!loaded) {
+    const require = createRequire(import.meta.url);
+    const spec = '@coffer/sources';
+    // Resolved at run time so the engine builds while the package's surface is still settling.
+    loaded = import(require.resolve(spec)).then((m) => m as SourcesModule);
+  }
+  return loaded;
+}
+
+/** A SourceError with `code` (for configuration faults found here and for injected faults). */
+export async function sourceError(code: string, message: string): Promise<Error> {
+  const mod = await sourcesModule();
+  return new mod.SourceError(code, message);
+}
+
+function env(name: unknown): string | undefined {
+  return typeof name === 'string' ? process.env[name] : undefined;
+}
+
+/**
+ * Opens the connector for a job's source. `binding` is the job id (the configured connection
+ * name recorded on each record). Throws SourceError (ERR_SOURCE_UNSUPPORTED_TYPE, BINDING, ...).
+ */
+export async function openJobSource(source: JobSource, binding: string): Promise<RunSource> {
+  const mod = await sourcesModule();
+  let config: Record<string, unknown>;
+  switch (source.type) {
+    case 'files':
+      config = { type: 'files', root: source.path, binding };
+      break;
+    case 'sqlite':
+      config = { type: 'sqlite', path: source.path, binding };
+      if (source.tables !== undefined) config.tables = source.tables;
+      break;
+    case 'redis': {
+      config = { type: 'redis', url: source.url, binding };
+      const password = env(source.passwordEnv);
+      if (password !== undefined) config.password = password;
+      if (source.db !== undefined) config.db = source.db;
+      if (source.keyPrefix !== undefined) config.keyPrefix = source.keyPrefix;
+      break;
+    }
+    case 's3': {
+      config = { type: 's3', bucket: source.bucket, binding };
+      for (const k of ['prefix', 'endpoint', 'region', 'forcePathStyle'] as const)
+        if (source[k] !== undefined) config[k] = source[k];
+      const accessKeyId = env(source.accessKeyIdEnv);
+      const secretAccessKey = env(source.secretAccessKeyEnv);
+      if (accessKeyId !== undefined && secretAccessKey !== undefined)
+        config.credentials = { accessKeyId, secretAccessKey };
+      break;
+    }
+    default:
+      throw new mod.SourceError('ERR_SOURCE_UNSUPPORTED_TYPE', 'unsupported source type');
+  }
+  if (mod.openSource) return mod.openSource(config);
+  const factory = {
+    files: mod.createFilesSource,
+    sqlite: mod.createSqliteSource,
+    redis: mod.createRedisSource,
+    s3: mod.createS3Source,
+  }[source.type as 'files'];
+  if (!factory) throw new mod.SourceError('ERR_SOURCE_UNSUPPORTED_TYPE', 'unsupported source type');
+  return factory(config);
+}
+
+/** Include/exclude prefix selectors of a files source (exclude wins; empty include = all). */
+export function selectorOf(source: JobSource): (name: string) => boolean {
+  const include = Array.isArray(source.include) ? (source.include as string[]) : [];
+  const exclude = Array.isArray(source.exclude) ? (source.exclude as string[]) : [];
+  if (include.length === 0 && exclude.length === 0) return () => true;
+  return (name) =>
+    (include.length === 0 || include.some((p) => name.startsWith(p))) && !exclude.some((p) => name.startsWith(p));
+}
