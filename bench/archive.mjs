@@ -9,7 +9,7 @@
 //   20,000 files of 1-64 KiB (half text, half random), 20 files of 25 MiB random, ~227 MiB of
 //   compressible log text. BENCH_SCALE=0.1 (any factor) scales every count and size for quick runs.
 // Environment: BENCH_SCALE (default 1), BENCH_NO_BUILD=1 (skip building the packages),
-// COFFER_ARCHIVE_WORKERS (worker threads; default every core, at most 4).
+// COFFER_ARCHIVE_WORKERS (worker threads; default cores - 1, at least 1, at most 4).
 import { execFileSync, spawnSync } from 'node:child_process';
 import { createCipheriv, createHash } from 'node:crypto';
 import {
@@ -176,7 +176,11 @@ async function main() {
   let phase = 'seal';
   const phasePeak = { seal: 0, verify: 0 };
   const sampler = setInterval(() => {
-    phasePeak[phase] = Math.max(phasePeak[phase], process.memoryUsage().rss / MIB);
+    const mu = process.memoryUsage();
+    if (mu.rss / MIB > phasePeak[phase])
+      phasePeak[phase + 'Detail'] =
+        `ab ${(mu.arrayBuffers / MIB).toFixed(0)} ext ${(mu.external / MIB).toFixed(0)} heap ${(mu.heapTotal / MIB).toFixed(0)}`;
+    phasePeak[phase] = Math.max(phasePeak[phase], mu.rss / MIB);
   }, 25);
   // Seal: read ahead a few small files (reads run on libuv's pool while this thread hashes).
   const t0 = performance.now();
@@ -244,7 +248,7 @@ async function main() {
     ],
     [
       'peak RSS',
-      `${fmt(peakRss)} MiB (target < 256); sampled: seal ${fmt(phasePeak.seal)}, verify ${fmt(phasePeak.verify)}`,
+      `${fmt(peakRss)} MiB (target < 256); sampled: seal ${fmt(phasePeak.seal)} (${phasePeak.sealDetail}), verify ${fmt(phasePeak.verify)} (${phasePeak.verifyDetail})`,
     ],
   ];
   for (const [k, v] of rows) console.log(`${k.padEnd(40)} ${v}`);

@@ -115,7 +115,7 @@ export interface ArchiveWriterOptions {
    */
   maxShards?: number;
   /**
-   * Worker threads that compress, encrypt and hash shards (default: every core, at most 4, or the
+   * Worker threads that compress, encrypt and hash shards (default: cores - 1, at least 1, at most 4, or the
    * COFFER_ARCHIVE_WORKERS environment variable); 0 does all work on the calling thread.
    */
   workers?: number;

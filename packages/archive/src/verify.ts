@@ -36,6 +36,7 @@ export async function verifyRun(store: ObjectStore, options: VerifyRunOptions): 
     checks.keyUnwrapped = true;
     const doc = manifest.document;
     let bytesDone = 0;
+    run.shards.recycle = true;
     run.shards.onVerified = (_i, plainSize) => {
       checks.shards++;
       bytesDone += plainSize;

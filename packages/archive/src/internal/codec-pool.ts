@@ -40,22 +40,37 @@ export const inlineCodec: FrameCodec = {
 const WORKER_SOURCE = `'use strict';
 const { parentPort } = require('node:worker_threads');
 const core = (${codecCore.toString()})(require('node:crypto'), require('node:zlib'));
+function owns(u) {
+  // Transfer a buffer only when it is not a shared pooled slab (small Buffers share one).
+  return u.buffer instanceof ArrayBuffer && u.buffer.byteLength >= 65536;
+}
 function own(u) {
-  // Transfer a buffer only when the view owns all of it (small Buffers share a pooled slab).
-  if (u.byteOffset === 0 && u.buffer.byteLength === u.byteLength) return u;
-  return new Uint8Array(u);
+  return owns(u) ? u : new Uint8Array(u);
+}
+function post(message, list) {
+  try {
+    parentPort.postMessage(message, list);
+  } catch {
+    // Some native buffers (zlib output) cannot be transferred: copy them instead.
+    const r = message.r;
+    if (r.frame) r.frame = new Uint8Array(r.frame);
+    if (r.plain) r.plain = new Uint8Array(r.plain);
+    parentPort.postMessage(message);
+  }
 }
 parentPort.on('message', (msg) => {
   try {
     if (msg.op === 'seal') {
       const r = core.sealFrame(msg.m);
       const frame = own(r.frame);
-      parentPort.postMessage({ id: msg.id, r: { frame, digest: new Uint8Array(r.digest), zstd: r.zstd } }, [frame.buffer]);
+      const list = [frame.buffer];
+      if (owns(r.plain) && r.plain.buffer !== frame.buffer) list.push(r.plain.buffer);
+      post({ id: msg.id, r: { frame, plain: r.plain, digest: new Uint8Array(r.digest), zstd: r.zstd } }, list);
     } else {
       const r = core.openFrame(msg.m);
       if (r.ok) {
         const plain = own(r.plain);
-        parentPort.postMessage({ id: msg.id, r: { ok: true, plain } }, [plain.buffer]);
+        post({ id: msg.id, r: { ok: true, plain } }, [plain.buffer]);
       } else {
         parentPort.postMessage({ id: msg.id, r });
       }
@@ -77,10 +92,16 @@ interface Slot {
   pending: Map<number, Pending>;
 }
 
-function transferable(u: Uint8Array): ArrayBuffer[] {
-  const b = u.buffer;
-  if (b instanceof ArrayBuffer && u.byteOffset === 0 && b.byteLength === u.byteLength) return [b];
-  return [];
+/** Buffers that can move to the worker without copying: large, and the view covers all of it. */
+function transferable(...views: (Uint8Array | null)[]): ArrayBuffer[] {
+  const out: ArrayBuffer[] = [];
+  for (const u of views) {
+    if (u === null) continue;
+    const b = u.buffer;
+    const whole = u.byteOffset === 0 && u.byteLength === b.byteLength;
+    if (b instanceof ArrayBuffer && whole && b.byteLength >= 65536 && !out.includes(b)) out.push(b);
+  }
+  return out;
 }
 
 class WorkerPool implements FrameCodec {
@@ -147,21 +168,25 @@ class WorkerPool implements FrameCodec {
   }
 
   seal(m: SealMessage): Promise<SealResult> {
-    return this.call<SealResult>('seal', m, transferable(m.plain)) ?? inlineCodec.seal(m);
+    return this.call<SealResult>('seal', m, transferable(m.plain, m.out)) ?? inlineCodec.seal(m);
   }
 
   open(m: OpenMessage): Promise<OpenResult> {
-    return this.call<OpenResult>('open', m, transferable(m.frame)) ?? inlineCodec.open(m);
+    return this.call<OpenResult>('open', m, transferable(m.frame, m.out)) ?? inlineCodec.open(m);
   }
 }
 
 let shared: WorkerPool | null = null;
 
-/** Default worker count: every core, at most 4. */
+/**
+ * Default worker count: one core fewer than the machine has (the calling thread hashes record
+ * plaintext on the remaining one), at least 1, at most 4. Each worker is another V8 heap and
+ * malloc arena, so more workers than cores only costs memory.
+ */
 export function defaultWorkers(): number {
   const env = process.env.COFFER_ARCHIVE_WORKERS;
   if (env !== undefined && /^\d+$/.test(env)) return Number(env);
-  return Math.min(4, Math.max(1, availableParallelism()));
+  return Math.min(4, Math.max(1, availableParallelism() - 1));
 }
 
 /** A codec with `workers` threads (shared per process), or the inline codec for 0. */
