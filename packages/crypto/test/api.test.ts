@@ -1,9 +1,18 @@
 // Round trips of the whole public API on the node build, and the export-list parity of both builds.
+import { readFileSync } from 'node:fs';
 import t from 'tap';
 import * as browser from '../src/browser.ts';
 import * as c from '../src/index.ts';
 
 const enc = new TextEncoder();
+
+t.test('browser.ts is index.ts with only the header comment and the platform import changed', async (t) => {
+  const strip = (file: string) =>
+    readFileSync(new URL(`../src/${file}`, import.meta.url), 'utf8')
+      .replace(/^\/\*\*[\s\S]*?\*\/\n/, '')
+      .replace(/^import \{ (node|web)Platform as platform \} from .*\n/m, '');
+  t.equal(strip('browser.ts'), strip('index.ts'));
+});
 
 t.test('both entry points export the same names', async (t) => {
   t.same(Object.keys(browser).sort(), Object.keys(c).sort());

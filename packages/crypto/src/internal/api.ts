@@ -31,30 +31,23 @@ function checkAeadArgs(key: Uint8Array, nonce: Uint8Array, data: Uint8Array, aad
   checkBytes(aad, 'AEAD associated data');
 }
 
-/** The platform-bound functions of the public API. */
+/** The platform-bound functions of the public API (documented where src/index.ts exports them). */
 export function bindPlatform(platform: Platform) {
   return {
-    /** SHA-384 of `data` (48 bytes). Throws ERR_CRYPTO_MALFORMED when `data` is not a Uint8Array. */
     sha384(data: Uint8Array): Uint8Array {
       checkBytes(data, 'hash input');
       return platform.sha384(data);
     },
 
-    /** `sha384:<hex>` of `data`. Throws ERR_CRYPTO_MALFORMED when `data` is not a Uint8Array. */
     sha384Digest(data: Uint8Array): Digest {
       checkBytes(data, 'hash input');
       return formatDigest(platform.sha384(data));
     },
 
-    /** A streaming SHA-384 hasher (node:crypto on Node, @noble in browsers). */
     createSha384(): Hasher {
       return platform.createSha384();
     },
 
-    /**
-     * AES-256-GCM encryption; returns ciphertext || 16-byte tag. Never reuse a (key, nonce) pair.
-     * Throws ERR_CRYPTO_MALFORMED for a key that is not 32 bytes or a nonce that is not 12.
-     */
     async aeadEncrypt(
       key: Uint8Array,
       nonce: Uint8Array,
@@ -69,11 +62,6 @@ export function bindPlatform(platform: Platform) {
       }
     },
 
-    /**
-     * AES-256-GCM decryption of ciphertext || tag. Returns the plaintext only after the tag
-     * verifies. Throws ERR_CRYPTO_TAMPERED (bad tag, wrong key/nonce/aad, input shorter than the
-     * tag), ERR_CRYPTO_MALFORMED (bad key or nonce length).
-     */
     async aeadDecrypt(
       key: Uint8Array,
       nonce: Uint8Array,
@@ -93,27 +81,14 @@ export function bindPlatform(platform: Platform) {
       return out;
     },
 
-    /**
-     * Hybrid Ed25519 + ML-DSA-87 signature of `message` under `context` (see docs/crypto.md).
-     * Throws ERR_CRYPTO_MALFORMED / ERR_CRYPTO_UNSUPPORTED_VERSION / ERR_CRYPTO_WRONG_KIND for a bad
-     * secret key, ERR_CRYPTO_MALFORMED for a context that is not well-formed Unicode.
-     */
     sign(secretKey: Uint8Array, message: Uint8Array, context: string): Uint8Array {
       return signWith(platform, secretKey, message, context);
     },
 
-    /**
-     * True only when both halves of `signature` verify over `message` and `context` against the two
-     * halves of `publicKey`. False for any bad, forged, truncated, swapped or stripped signature.
-     * Throws only for a malformed, unsupported-version or wrong-kind public key.
-     */
     verify(publicKey: Uint8Array, message: Uint8Array, signature: Uint8Array, context: string): boolean {
       return verifyWith(platform, publicKey, message, signature, context);
     },
 
-    /**
-     * Like {@link verify} but throws ERR_CRYPTO_BAD_SIGNATURE instead of returning false.
-     */
     assertSignature(
       publicKey: Uint8Array,
       message: Uint8Array,
@@ -125,28 +100,14 @@ export function bindPlatform(platform: Platform) {
       }
     },
 
-    /**
-     * Seals `plaintext` to one recipient; returns the capsule bytes (see docs/crypto.md).
-     * `aad` is authenticated, not stored: pass the same bytes to {@link open}.
-     * Throws ERR_CRYPTO_MALFORMED / ERR_CRYPTO_UNSUPPORTED_VERSION / ERR_CRYPTO_WRONG_KIND for a bad key.
-     */
     seal(recipientPublicKey: Uint8Array, plaintext: Uint8Array, aad: Uint8Array): Promise<Uint8Array> {
       return sealWith(platform, recipientPublicKey, plaintext, aad, PURPOSE_SEAL);
     },
 
-    /**
-     * Opens a capsule made by {@link seal}; returns the plaintext only once it is authenticated.
-     * Throws ERR_CRYPTO_WRONG_KEY (sealed to another recipient), ERR_CRYPTO_TAMPERED (altered capsule
-     * or different aad), ERR_CRYPTO_UNSUPPORTED_VERSION, ERR_CRYPTO_MALFORMED, ERR_CRYPTO_WRONG_KIND.
-     */
     open(recipientSecretKey: Uint8Array, capsule: Uint8Array, aad: Uint8Array): Promise<Uint8Array> {
       return openWith(platform, recipientSecretKey, capsule, aad, PURPOSE_SEAL);
     },
 
-    /**
-     * Wraps one data key to each recipient (duplicates removed), in the order given.
-     * Throws ERR_CRYPTO_MALFORMED for an empty data key or recipient list, or as {@link seal}.
-     */
     async wrapKey(
       dataKey: Uint8Array,
       recipientPublicKeys: Uint8Array[],
@@ -169,11 +130,6 @@ export function bindPlatform(platform: Platform) {
       return out;
     },
 
-    /**
-     * The data key from the entry of `wrapped` addressed to this secret key's public key.
-     * Throws ERR_CRYPTO_WRONG_KEY when no entry is for this key, ERR_CRYPTO_TAMPERED,
-     * ERR_CRYPTO_MALFORMED (bad entry or key), ERR_CRYPTO_UNSUPPORTED_VERSION, ERR_CRYPTO_WRONG_KIND.
-     */
     async unwrapKey(
       recipientSecretKey: Uint8Array,
       wrapped: WrappedKey[],

@@ -2,9 +2,9 @@
  * Bulk primitives on node:crypto (OpenSSL): SHA-384 and AES-256-GCM at native speed.
  *
  * Encryption is fed in 64 KiB pieces, each copied at once (while still in cache) into one
- * preallocated ciphertext || tag buffer: the contract wants one contiguous result and node:crypto
- * cannot write into a caller's buffer, so one copy is unavoidable and this is its cheapest form
- * (measured on Node 24: 64 KiB pieces beat 256 KiB and 1 MiB pieces; see bench/crypto-bench.ts).
+ * unzeroed, exactly sized ciphertext || tag buffer: the contract wants one contiguous result and
+ * node:crypto cannot write into a caller's buffer, so one copy is unavoidable. (On Node 24 the
+ * piece size, 32 KiB to 1 MiB, made no difference beyond noise; see bench/crypto-bench.ts.)
  * Decryption makes one update call and returns node's own output buffer without a copy when it is
  * a dedicated allocation (copying only small, pool-backed results so no caller ever holds a view on
  * Node's shared buffer pool). Plaintext is returned only after the tag verifies, and is wiped when
