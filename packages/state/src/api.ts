@@ -626,6 +626,9 @@ export interface State {
   readonly updates: UpdateStateRepository;
   /** One trivial query; throws ERR_STATE_UNAVAILABLE when the database does not answer. */
   ping(): Promise<void>;
-  /** Closes the connection(s); idempotent. Later calls throw ERR_STATE_CLOSED. */
+  /**
+   * Closes the connection(s) after the operations already started have settled (so a graceful
+   * shutdown loses no write); idempotent. Calls made after `close` began throw ERR_STATE_CLOSED.
+   */
   close(): Promise<void>;
 }

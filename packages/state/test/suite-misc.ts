@@ -258,7 +258,16 @@ export async function miscSuite(t: Test, makeTarget: MakeTarget): Promise<void> 
     await again.close();
     await again.close();
     await failsWith(t, again.jobs.list(), 'ERR_STATE_CLOSED', 'closed store refuses use');
+    const closing = await target.open();
+    const writes = Array.from({ length: 20 }, (_, i) => closing.settings.set(`k${i}`, i));
+    await closing.close();
+    t.equal(
+      (await Promise.allSettled(writes)).filter((r) => r.status === 'fulfilled').length,
+      20,
+      'close lets started writes finish',
+    );
     const direct = await openState({ ...target.options });
+    t.equal(await direct.settings.get('k19'), 19, 'and they were committed');
     t.equal((await direct.jobs.list()).length, 1, 'a third open migrates nothing and reads the same rows');
     await direct.close();
   });

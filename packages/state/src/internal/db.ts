@@ -123,6 +123,8 @@ export class Db {
   readonly #raw: Database.Database | undefined;
   readonly #pool: pg.Pool | undefined;
   #closed = false;
+  /** Operations started and not yet settled: `close` lets them finish before closing. */
+  readonly #inflight = new Set<Promise<unknown>>();
 
   private constructor(init: {
     backend: Backend;
@@ -206,11 +208,22 @@ export class Db {
   /** A read outside any explicit transaction. */
   async read<T>(what: string, fn: (k: Tx) => Promise<T>): Promise<T> {
     this.#check();
-    try {
-      return await fn(this.k);
-    } catch (e) {
-      throw mapError(e, what);
-    }
+    return this.#track(
+      (async () => {
+        try {
+          return await fn(this.k);
+        } catch (e) {
+          throw mapError(e, what);
+        }
+      })(),
+    );
+  }
+
+  #track<T>(p: Promise<T>): Promise<T> {
+    this.#inflight.add(p);
+    const done = () => this.#inflight.delete(p);
+    p.then(done, done);
+    return p;
   }
 
   /**
@@ -219,12 +232,16 @@ export class Db {
    */
   async write<T>(what: string, fn: (trx: Tx) => Promise<T>, locks: string[] = []): Promise<T> {
     this.#check();
-    try {
-      return this.backend === 'sqlite' ? await this.#writeSqlite(fn) : await this.#writePg(fn, locks);
-    } catch (e) {
-      if (e instanceof CallerError) throw e.error;
-      throw mapError(e, what);
-    }
+    return this.#track(
+      (async () => {
+        try {
+          return this.backend === 'sqlite' ? await this.#writeSqlite(fn) : await this.#writePg(fn, locks);
+        } catch (e) {
+          if (e instanceof CallerError) throw e.error;
+          throw mapError(e, what);
+        }
+      })(),
+    );
   }
 
   async #writeSqlite<T>(fn: (trx: Tx) => Promise<T>): Promise<T> {
@@ -384,6 +401,8 @@ export class Db {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    // New calls are refused from here on; the ones already started commit or fail normally.
+    await Promise.allSettled([...this.#inflight]);
     try {
       await this.k.destroy();
     } catch {
