@@ -87,14 +87,18 @@ export async function openJobSource(source: JobSource, binding: string): Promise
       break;
     case 'sqlite':
       config = { type: 'sqlite', path: source.path, binding };
-      if (source.tables !== undefined) config.tables = source.tables;
       break;
     case 'redis': {
-      config = { type: 'redis', url: source.url, binding };
+      let url = String(source.url);
       const password = env(source.passwordEnv);
-      if (password !== undefined) config.password = password;
+      if (password !== undefined) {
+        const u = new URL(url);
+        u.password = password;
+        url = u.toString();
+      }
+      config = { type: 'redis', url, binding };
       if (source.db !== undefined) config.db = source.db;
-      if (source.keyPrefix !== undefined) config.keyPrefix = source.keyPrefix;
+      if (source.keyPrefix !== undefined) config.prefix = source.keyPrefix;
       break;
     }
     case 's3': {
