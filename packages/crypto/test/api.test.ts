@@ -55,6 +55,28 @@ t.test('encodings and constant-time equality', async (t) => {
   t.throws(() => c.randomBytes(-1), { code: 'ERR_CRYPTO_MALFORMED' });
 });
 
+t.test('canonical JSON: RFC 8785 section 3.2.2 and 3.2.3 examples', async (t) => {
+  const input = JSON.parse(
+    '{"numbers":[333333333.33333329,1E30,4.50,2e-3,0.000000000000000000000000001],' +
+      '"string":"\\u20ac$\\u000F\\u000aA\'\\u0042\\u0022\\u005c\\\\\\"\\/","literals":[null,true,false]}',
+  );
+  t.equal(
+    c.canonicalJson(input),
+    '{"literals":[null,true,false],"numbers":[333333333.3333333,1e+30,4.5,0.002,1e-27],' +
+      '"string":"€$\\u000f\\nA\'B\\"\\\\\\\\\\"/"}',
+  );
+  const sorting = JSON.parse(
+    '{"\\u20ac":"Euro Sign","\\r":"Carriage Return","\\ufb33":"Hebrew Letter Dalet With Dagesh","1":"One",' +
+      '"\\ud83d\\ude00":"Emoji: Grinning Face","\\u0080":"Control","\\u00f6":"Latin Small Letter O With Diaeresis"}',
+  );
+  t.equal(
+    c.canonicalJson(sorting),
+    '{"\\r":"Carriage Return","1":"One","\u0080":"Control","\u00f6":"Latin Small Letter O With Diaeresis",' +
+      '"\u20ac":"Euro Sign","\ud83d\ude00":"Emoji: Grinning Face","\ufb33":"Hebrew Letter Dalet With Dagesh"}',
+    'members sorted by UTF-16 code units',
+  );
+});
+
 t.test('canonical JSON (RFC 8785)', async (t) => {
   t.equal(
     c.canonicalJson({ b: 2, a: 1, c: { z: [3, 'é'], y: null } }),
