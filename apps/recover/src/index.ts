@@ -9,4 +9,5 @@
 export { isRecoverError, RECOVER_ERROR_CODES, RecoverError, type RecoverErrorCode } from './errors.ts';
 export { EXIT, type ExitCode } from './exit-codes.ts';
 export type { Io } from './internal/output.ts';
+export { encodeSegment, recordPath } from './internal/safe-name.ts';
 export { main, version } from './main.ts';
