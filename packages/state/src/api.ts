@@ -131,7 +131,8 @@ export interface JobsRepository {
   /** The tombstone of a deleted job, or null. */
   getTombstone(id: string): Promise<JobTombstone | null>;
   /**
-   * Whole-object upsert. Returns the result; throws `ERR_STATE_PRECONDITION` (with
+   * Whole-object upsert (an `ifMatchRev` key inside `job` is dropped, never stored; the
+   * precondition comes only from `options`). Returns the result; throws `ERR_STATE_PRECONDITION` (with
    * `.precondition`) on a refusal, `ERR_STATE_INVALID` for an empty id or a config that is not
    * a plain JSON object.
    */

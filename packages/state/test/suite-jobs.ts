@@ -32,6 +32,14 @@ export async function jobsSuite(t: Test, makeTarget: MakeTarget): Promise<void> 
     t.same(got?.config, { id: 'docs', cadenceSeconds: 60, source: { type: 'files', path: '/d' } });
     t.equal(got?.changedAt, b.job.changedAt, 'changedAt is the last configuration change');
     t.equal(await s.jobs.get('nope'), null);
+    const withMeta = await s.jobs.upsert({
+      id: 'docs',
+      cadenceSeconds: 60,
+      source: { type: 'files', path: '/d' },
+      ifMatchRev: 2,
+    });
+    t.equal(withMeta.outcome, 'unchanged', 'an ifMatchRev key inside the body is not configuration');
+    t.notOk('ifMatchRev' in withMeta.job.config);
     const removed = await s.jobs.upsert({ id: 'docs', source: { type: 'files', path: '/d' } });
     t.same(removed.changedFields, ['cadenceSeconds'], 'a removed field counts as changed');
   });

@@ -101,7 +101,10 @@ async function recordRevision(trx: Tx, id: string, rev: number, fields: string[]
 function checkJob(job: unknown): JobConfig {
   if (!isPlainObject(job)) throw new StateError('ERR_STATE_INVALID', 'a job must be a JSON object');
   checkId(job.id, 'job id');
-  return job as JobConfig;
+  // `ifMatchRev` is request metadata, never configuration: stored, it would make every write
+  // with a new revision look like a change and bump configRev.
+  const { ifMatchRev: _ignored, ...config } = job;
+  return config as JobConfig;
 }
 
 export function jobsRepository(db: Db): JobsRepository {
