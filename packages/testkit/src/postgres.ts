@@ -62,23 +62,50 @@ async function locate(): Promise<string> {
   );
 }
 
+/** Databases left by runs more than an hour ago are dropped once per process (best effort). */
+const STALE_SECONDS = 3600;
+
+async function dropStale(base: string): Promise<void> {
+  try {
+    await withClient(base, async (c) => {
+      const { rows } = await c.query<{ datname: string }>(
+        "select datname from pg_database where datname ~ '^test_[0-9]+_[0-9a-f]+$'",
+      );
+      const cutoff = Math.floor(Date.now() / 1000) - STALE_SECONDS;
+      for (const { datname } of rows) {
+        if (Number(datname.split('_')[1]) < cutoff)
+          await c.query(`drop database if exists ${datname} with (force)`);
+      }
+    });
+  } catch {
+    // Housekeeping only: a failure here must never fail a test.
+  }
+}
+
 function serverUrl(): Promise<string> {
-  pending ??= locate().catch((err: unknown) => {
-    pending = undefined;
-    throw err;
-  });
+  pending ??= locate()
+    .then(async (url) => {
+      await dropStale(url);
+      return url;
+    })
+    .catch((err: unknown) => {
+      pending = undefined;
+      throw err;
+    });
   return pending;
 }
 
 /**
  * A fresh, empty database `test_<random>` on the loopback server, created for this call; returns
- * its URL (`postgres://coffer:<pw>@127.0.0.1:54329/test_<random>`). Starts the server when needed
- * outside CI; throws when no server can be had. Databases are left behind (the test server is
- * throw-away); each call's name is unique, so tests never see each other's rows.
+ * its URL (`postgres://coffer:<pw>@127.0.0.1:54329/test_<unix seconds>_<random>`). Starts the
+ * server when needed outside CI; throws when no server can be had. Each call's name is unique, so
+ * tests never see each other's rows; databases older than an hour are dropped by the next process
+ * that asks for one.
  */
 export async function postgresUrl(): Promise<string> {
   const base = await serverUrl();
-  const name = `test_${randomBytes(8).toString('hex')}`;
+  // test_<unix seconds>_<random>: the time lets a later process drop what an old run left.
+  const name = `test_${Math.floor(Date.now() / 1000)}_${randomBytes(6).toString('hex')}`;
   await withClient(base, (c) => c.query(`create database ${name}`));
   const u = new URL(base);
   u.pathname = `/${name}`;
