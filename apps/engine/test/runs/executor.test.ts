@@ -109,14 +109,21 @@ t.test('several destinations: each gets a verified copy; one failing fails the r
   t.equal(run.status, 'ok');
   t.match(run.destinations, { default: { state: 'verified' }, offsite: { state: 'verified' } });
   for (const id of ['default', 'offsite']) {
-    const v = await verifyRun(w.destinations.get(id)!, { job: 'docs', runId: run.id, secretKey: w.breakGlassSecret });
+    const v = await verifyRun(w.destinations.get(id)!, {
+      job: 'docs',
+      runId: run.id,
+      secretKey: w.breakGlassSecret,
+    });
     t.ok(v.ok, `${id} copy verifies`);
   }
   w.faults.arm({ target: 'destination', destination: 'offsite', fault: 'access-denied', times: 0 });
   const half = await w.runNow('docs');
   t.equal(half.status, 'failed');
   t.equal(half.reason, 'destination access error');
-  t.match(half.destinations, { default: { state: 'verified' }, offsite: { state: 'failed', reason: 'destination access error' } });
+  t.match(half.destinations, {
+    default: { state: 'verified' },
+    offsite: { state: 'failed', reason: 'destination access error' },
+  });
 });
 
 t.test('a job with an unknown destination fails with a destination access error', async (t) => {

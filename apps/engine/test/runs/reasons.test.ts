@@ -14,8 +14,13 @@ import {
 const store = (code: ConstructorParameters<typeof ObjectStoreError>[0], storeCode?: string) =>
   new ObjectStoreError(code, 'store said no', storeCode ? { storeCode } : {});
 const viaWriter = (e: ObjectStoreError) =>
-  new ArchiveError('ERR_ARCHIVE_DESTINATION', { storeErrorCode: e.code, ...(e.storeCode ? { storeCode: e.storeCode } : {}), cause: e });
-const source = (code: ConstructorParameters<typeof SourceError>[0]) => new SourceError(code, 'source said no');
+  new ArchiveError('ERR_ARCHIVE_DESTINATION', {
+    storeErrorCode: e.code,
+    ...(e.storeCode ? { storeCode: e.storeCode } : {}),
+    cause: e,
+  });
+const source = (code: ConstructorParameters<typeof SourceError>[0]) =>
+  new SourceError(code, 'source said no');
 const viaBody = (e: SourceError) => new ArchiveError('ERR_ARCHIVE_SOURCE_READ', { cause: e });
 
 // Every reason that can arise in this engine, with the real error that raises it.
@@ -24,27 +29,83 @@ const TABLE: [string, unknown, string][] = [
   ['destination access error', viaWriter(store('ERR_OBJECTSTORE_ACCESS_DENIED')), 'fail'],
   ['destination access error', viaWriter(store('ERR_OBJECTSTORE_FAULT')), 'fail'],
   ['destination access error', new RunError('ERR_RUN_DESTINATION_UNKNOWN', 'x'), 'fail'],
-  ['destination access error', new RunError('ERR_RUN_VERIFY_FAILED', 'x', { verifyCode: 'ERR_ARCHIVE_NOT_FOUND' }), 'fail'],
-  ['destination rejected the write (NoSuchBucket)', store('ERR_OBJECTSTORE_REJECTED', 'NoSuchBucket'), 'fail'],
-  ['destination rejected the write (EntityTooLarge)', viaWriter(store('ERR_OBJECTSTORE_REJECTED', 'EntityTooLarge')), 'fail'],
-  ['destination rejected the write (unknown)', store('ERR_OBJECTSTORE_REJECTED', 'has spaces <script>'), 'fail'],
+  [
+    'destination access error',
+    new RunError('ERR_RUN_VERIFY_FAILED', 'x', { verifyCode: 'ERR_ARCHIVE_NOT_FOUND' }),
+    'fail',
+  ],
+  [
+    'destination rejected the write (NoSuchBucket)',
+    store('ERR_OBJECTSTORE_REJECTED', 'NoSuchBucket'),
+    'fail',
+  ],
+  [
+    'destination rejected the write (EntityTooLarge)',
+    viaWriter(store('ERR_OBJECTSTORE_REJECTED', 'EntityTooLarge')),
+    'fail',
+  ],
+  [
+    'destination rejected the write (unknown)',
+    store('ERR_OBJECTSTORE_REJECTED', 'has spaces <script>'),
+    'fail',
+  ],
   ['runlog write contended', new StateError('ERR_STATE_CONFLICT', 'busy'), 'fail'],
   ['runlog write contended', new StateError('ERR_STATE_UNAVAILABLE', 'busy'), 'fail'],
-  ['shard enumeration incomplete (refused to sign a truncated archive)', new ArchiveError('ERR_ARCHIVE_TRUNCATED'), 'fail'],
-  ['checkpoint unwrap failed (resume state unreadable; signer may have rotated)', new ArchiveError('ERR_ARCHIVE_CHECKPOINT_UNREADABLE'), 'fail'],
-  ['seal DO handoff refused (invalid-payload)', new RunError('ERR_RUN_HANDOFF', 'x', { handoffClass: 'invalid-payload' }), 'fail'],
-  ['seal DO handoff refused (worker-spawn-refused)', new RunError('ERR_RUN_HANDOFF', 'x', { handoffClass: 'worker-spawn-refused' }), 'fail'],
-  ['seal DO handoff refused (do-error)', new RunError('ERR_RUN_HANDOFF', 'x', { handoffClass: 'do-error' }), 'fail'],
-  ['seal DO handoff refused (unreachable)', new RunError('ERR_RUN_HANDOFF', 'x', { handoffClass: 'unreachable' }), 'fail'],
+  [
+    'shard enumeration incomplete (refused to sign a truncated archive)',
+    new ArchiveError('ERR_ARCHIVE_TRUNCATED'),
+    'fail',
+  ],
+  [
+    'checkpoint unwrap failed (resume state unreadable; signer may have rotated)',
+    new ArchiveError('ERR_ARCHIVE_CHECKPOINT_UNREADABLE'),
+    'fail',
+  ],
+  [
+    'seal DO handoff refused (invalid-payload)',
+    new RunError('ERR_RUN_HANDOFF', 'x', { handoffClass: 'invalid-payload' }),
+    'fail',
+  ],
+  [
+    'seal DO handoff refused (worker-spawn-refused)',
+    new RunError('ERR_RUN_HANDOFF', 'x', { handoffClass: 'worker-spawn-refused' }),
+    'fail',
+  ],
+  [
+    'seal DO handoff refused (do-error)',
+    new RunError('ERR_RUN_HANDOFF', 'x', { handoffClass: 'do-error' }),
+    'fail',
+  ],
+  [
+    'seal DO handoff refused (unreachable)',
+    new RunError('ERR_RUN_HANDOFF', 'x', { handoffClass: 'unreachable' }),
+    'fail',
+  ],
   ['seal DO handoff refused', new RunError('ERR_RUN_HANDOFF', 'x'), 'fail'],
   ['internal invariant violated', new ArchiveError('ERR_ARCHIVE_INTERNAL'), 'fail'],
   ['internal invariant violated', new StateError('ERR_STATE_INVARIANT', 'x'), 'fail'],
   ['internal invariant violated', store('ERR_OBJECTSTORE_INVALID_KEY'), 'fail'],
-  ['shard id overflow (refused to seal a misordered archive)', new ArchiveError('ERR_ARCHIVE_SHARD_ID_OVERFLOW'), 'fail'],
-  ['resume state divergent (mid-record resume refused)', new ArchiveError('ERR_ARCHIVE_RESUME_DIVERGENT'), 'fail'],
-  ['resume state divergent (mid-record resume refused)', new RunError('ERR_RUN_RESUME_DIVERGENT', 'x'), 'fail'],
+  [
+    'shard id overflow (refused to seal a misordered archive)',
+    new ArchiveError('ERR_ARCHIVE_SHARD_ID_OVERFLOW'),
+    'fail',
+  ],
+  [
+    'resume state divergent (mid-record resume refused)',
+    new ArchiveError('ERR_ARCHIVE_RESUME_DIVERGENT'),
+    'fail',
+  ],
+  [
+    'resume state divergent (mid-record resume refused)',
+    new RunError('ERR_RUN_RESUME_DIVERGENT', 'x'),
+    'fail',
+  ],
   ['source cannot range-read (chunked capture unavailable)', source('ERR_SOURCE_RANGE_UNSUPPORTED'), 'fail'],
-  ['record over the in-band size ceiling (recover it out of band)', viaBody(source('ERR_SOURCE_RECORD_TOO_LARGE')), 'fail'],
+  [
+    'record over the in-band size ceiling (recover it out of band)',
+    viaBody(source('ERR_SOURCE_RECORD_TOO_LARGE')),
+    'fail',
+  ],
   ['unsupported source type', source('ERR_SOURCE_UNSUPPORTED_TYPE'), 'fail'],
   ['source resource missing', source('ERR_SOURCE_RESOURCE_MISSING'), 'fail'],
   ['source binding error', source('ERR_SOURCE_BINDING'), 'fail'],

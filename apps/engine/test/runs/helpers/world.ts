@@ -55,9 +55,20 @@ export async function makeWorld(
   const dataDir = tempDir(t, 'coffer-runs-');
   const sourceDir = join(dataDir, 'source');
   mkdirSync(sourceDir, { recursive: true });
-  writeTree(sourceDir, options.files ?? { 'a.txt': 'alpha\n', 'dir/b.txt': 'bravo\n', 'dir/c.bin': new Uint8Array(70_000).fill(7) });
+  writeTree(
+    sourceDir,
+    options.files ?? {
+      'a.txt': 'alpha\n',
+      'dir/b.txt': 'bravo\n',
+      'dir/c.bin': new Uint8Array(70_000).fill(7),
+    },
+  );
   const clock = { now: new Date() };
-  const state = await openState({ dataDir, now: () => clock.now, ...(options.stateUrl ? { url: options.stateUrl } : {}) });
+  const state = await openState({
+    dataDir,
+    now: () => clock.now,
+    ...(options.stateUrl ? { url: options.stateUrl } : {}),
+  });
   t.teardown(() => state.close());
   const destinations = new Map<string, ObjectStore>();
   const destDirs: Record<string, string> = {};
