@@ -200,3 +200,29 @@ t.test('write restores content, mode and mtime, and never leaves the root', asyn
     [],
   );
 });
+
+t.test('names that are not UTF-8 are skipped; a dropped listing resumes', async (t) => {
+  const root = tempDir(t);
+  writeFileSync(Buffer.concat([Buffer.from(`${root}/bad-`), Buffer.from([0xff, 0xfe])]), 'x');
+  mkdirSync(Buffer.concat([Buffer.from(`${root}/dir-`), Buffer.from([0xc3])]));
+  writeFileSync(join(root, 'good'), 'x');
+  const src = createFilesSource({ type: 'files', root });
+  t.teardown(() => src.close());
+  const entries = await collect(src);
+  t.same(
+    entries.filter((e) => !isSkipped(e)).map((e) => e.name),
+    ['good'],
+  );
+  t.same(
+    entries.filter(isSkipped).map((e) => e.reason),
+    ['name is not valid UTF-8', 'name is not valid UTF-8'],
+  );
+  // A listing abandoned half-way (close) and resumed elsewhere from its cursor.
+  const first = await src.list({ pageSize: 1 });
+  await src.close();
+  const again = createFilesSource({ type: 'files', root });
+  t.teardown(() => again.close());
+  const rest = await again.list({ cursor: first.cursor! });
+  t.equal(first.records.length + first.skipped.length + rest.records.length + rest.skipped.length, 3);
+  await t.rejects(again.list({ cursor: 'bogus!' }), { code: 'ERR_SOURCE_INVALID_CURSOR' });
+});

@@ -4,7 +4,7 @@
  * directory swapped for a symbolic link after the name was checked is caught), and parent
  * directories are created one component at a time, refusing any component that is a symbolic link.
  */
-import { constants } from 'node:fs';
+import { constants, readlinkSync, realpathSync } from 'node:fs';
 import { type FileHandle, lstat, mkdir, readlink, realpath } from 'node:fs/promises';
 import { dirname, join, sep } from 'node:path';
 
@@ -48,6 +48,26 @@ export async function openedInside(handle: FileHandle, abs: string, realRoot: st
   }
   try {
     return inside(await realpath(dirname(abs)));
+  } catch {
+    return false;
+  }
+}
+
+/** `openedInside` for a raw descriptor, synchronously (see files-source's #openForRead). */
+export function openedInsideSync(fd: number, abs: string, realRoot: string): boolean {
+  const inside = (p: string) =>
+    p === realRoot || p.startsWith(realRoot.endsWith(sep) ? realRoot : realRoot + sep);
+  if (procFd !== false) {
+    try {
+      const real = readlinkSync(`/proc/self/fd/${fd}`);
+      procFd = true;
+      return inside(real);
+    } catch {
+      procFd = false;
+    }
+  }
+  try {
+    return inside(realpathSync(dirname(abs)));
   } catch {
     return false;
   }

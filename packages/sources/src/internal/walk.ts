@@ -13,16 +13,20 @@
  * lossy name could not be restored to the same file).
  */
 import type { Dirent, Stats } from 'node:fs';
+import { lstatSync } from 'node:fs';
 import { lstat, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 
+/**
+ * `position` is the entry's exact place in the walk order (its raw name bytes, '/'-terminated for a
+ * directory): what a cursor must carry, since `name` is lossy for names that are not UTF-8.
+ */
 export type WalkEntry =
-  | { kind: 'file'; name: string; stats: Stats }
-  | { kind: 'skipped'; name: string; reason: string };
+  | { kind: 'file'; name: string; position: Buffer; stats: Stats }
+  | { kind: 'skipped'; name: string; position: Buffer; reason: string };
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 const SLASH = Buffer.from('/');
-const STAT_BATCH = 64;
 
 interface Child {
   raw: Buffer; // name bytes
@@ -37,7 +41,6 @@ interface Frame {
   prefix: string; // '' or 'a/b/'
   children: Child[];
   i: number;
-  stats: Map<number, Promise<Stats | null>>;
 }
 
 function kindOf(d: Dirent<Buffer>): Child['kind'] | null {
@@ -103,41 +106,46 @@ async function readDir(abs: string, prefix: string): Promise<Child[] | null | st
  * With `after`, yields only names that sort after it. A directory that cannot be read is yielded
  * as skipped; entries that vanish mid-walk are left out.
  */
-export async function* walkTree(root: string, after: string | null): AsyncGenerator<WalkEntry> {
-  const afterBytes = after === null ? null : Buffer.from(after, 'utf8');
+export async function* walkTree(root: string, after: Buffer | null): AsyncGenerator<WalkEntry> {
+  const afterBytes = after;
   const first = await readDir(root, '');
   if (first === null || typeof first === 'string') {
     throw Object.assign(new Error('root not readable'), { code: first === null ? 'ENOENT' : 'EACCES' });
   }
-  const stack: Frame[] = [{ abs: root, prefix: '', children: first, i: 0, stats: new Map() }];
+  const stack: Frame[] = [{ abs: root, prefix: '', children: first, i: 0 }];
   while (stack.length > 0) {
     const frame = stack[stack.length - 1]!;
     if (frame.i >= frame.children.length) {
       stack.pop();
       continue;
     }
-    const index = frame.i++;
-    const child = frame.children[index]!;
+    const child = frame.children[frame.i++]!;
     if (afterBytes !== null) {
       if (child.kind === 'dir') {
         const inside =
           afterBytes.length > child.key.length && afterBytes.subarray(0, child.key.length).equals(child.key);
-        if (!inside && Buffer.compare(child.key, afterBytes) < 0) continue;
+        // A directory's own position is passed only when it was yielded as skipped (unreadable).
+        if (!inside && Buffer.compare(child.key, afterBytes) <= 0) continue;
       } else if (Buffer.compare(child.key, afterBytes) <= 0) {
         continue;
       }
     }
     const name = `${frame.prefix}${child.text ?? child.raw.toString('utf8')}`;
     if (child.text === null) {
-      yield { kind: 'skipped', name, reason: 'name is not valid UTF-8' };
+      yield { kind: 'skipped', name, position: child.key, reason: 'name is not valid UTF-8' };
       continue;
     }
     if (child.kind === 'symlink') {
-      yield { kind: 'skipped', name, reason: 'symbolic link (not followed)' };
+      yield { kind: 'skipped', name, position: child.key, reason: 'symbolic link (not followed)' };
       continue;
     }
     if (child.kind === 'other') {
-      yield { kind: 'skipped', name, reason: `special file (${child.otherKind ?? 'not a regular file'})` };
+      yield {
+        kind: 'skipped',
+        name,
+        position: child.key,
+        reason: `special file (${child.otherKind ?? 'not a regular file'})`,
+      };
       continue;
     }
     const abs = join(frame.abs, child.text);
@@ -145,57 +153,35 @@ export async function* walkTree(root: string, after: string | null): AsyncGenera
       const children = await readDir(abs, `${name}/`);
       if (children === null) continue;
       if (typeof children === 'string') {
-        yield { kind: 'skipped', name: `${name}/`, reason: children };
+        yield { kind: 'skipped', name: `${name}/`, position: child.key, reason: children };
         continue;
       }
-      stack.push({ abs, prefix: `${name}/`, children, i: 0, stats: new Map() });
+      stack.push({ abs, prefix: `${name}/`, children, i: 0 });
       continue;
     }
-    // A regular file: lstat it, with the next few files' lstat calls already under way.
-    prefetchStats(frame, index);
-    let stats: Stats | null;
+    // A regular file: lstat it. Synchronously on purpose: on a local disk lstat is a few
+    // microseconds, a thread-pool round trip ~100 us, and trees are mostly small files.
+    let stats: Stats;
     try {
-      stats = await frame.stats.get(index)!;
+      stats = lstatSync(abs);
     } catch (err) {
-      yield {
-        kind: 'skipped',
-        name,
-        reason: `not accessible (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
-      };
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT' || code === 'ENOTDIR') continue; // vanished since readdir
+      yield { kind: 'skipped', name, position: child.key, reason: `not accessible (${code ?? 'error'})` };
       continue;
-    } finally {
-      frame.stats.delete(index);
     }
-    if (stats === null) continue; // vanished
     if (!stats.isFile()) {
       if (stats.isDirectory()) continue; // replaced by a directory mid-walk: not listed this run
       yield {
         kind: 'skipped',
         name,
+        position: child.key,
         reason: stats.isSymbolicLink()
           ? 'symbolic link (not followed)'
           : `special file (${otherKind(stats)})`,
       };
       continue;
     }
-    yield { kind: 'file', name, stats };
-  }
-}
-
-function prefetchStats(frame: Frame, from: number): void {
-  for (let j = from, started = 0; j < frame.children.length && started < STAT_BATCH; j++) {
-    const c = frame.children[j]!;
-    if (c.kind !== 'file' || c.text === null) continue;
-    started++;
-    if (frame.stats.has(j)) continue;
-    const p = lstat(join(frame.abs, c.text)).then(
-      (s) => s,
-      (err: NodeJS.ErrnoException) => {
-        if (err.code === 'ENOENT' || err.code === 'ENOTDIR') return null;
-        throw err;
-      },
-    );
-    p.catch(() => {}); // handled when awaited; keeps an abandoned walk from raising unhandled rejections
-    frame.stats.set(j, p);
+    yield { kind: 'file', name, position: child.key, stats };
   }
 }
