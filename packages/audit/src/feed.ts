@@ -239,7 +239,9 @@ function checkFeedPage(page: unknown): AuditFeedPage {
   const lastSeq = last === undefined ? afterSeq : last.seq;
   if (lastSeq !== nextAfterSeq)
     malformed('feed page nextAfterSeq is not its last seq (or afterSeq when empty)');
-  if (typeof lastSeq === 'number' && lastSeq > headSeq) malformed('feed page carries events past its head');
+  if (last !== undefined && typeof lastSeq === 'number' && lastSeq > headSeq) {
+    malformed('feed page carries events past its head');
+  }
   if (count === 0 && headSeq > afterSeq && earliestSeq <= headSeq) {
     malformed('feed page is empty although retained events follow afterSeq');
   }

@@ -5,7 +5,7 @@
  * Query rules: `action` must be a kebab-case name (unknown names simply match nothing); `actor`
  * matches an actor's email or subject exactly (at most 320 characters); `since` / `until` are
  * RFC 3339 date-times, inclusive, normalised to UTC milliseconds so a store can compare them as
- * text; `beforeSeq` is a positive integer (the previous page's `nextBeforeSeq`); `limit` is
+ * text (an unencoded `+hh:mm` offset, which form decoding turns into ` hh:mm`, is read as `+`); `beforeSeq` is a positive integer (the previous page's `nextBeforeSeq`); `limit` is
  * lenient like the feed's: default 100, floored and clamped to 1..1000. A bad value is
  * `ERR_AUDIT_BAD_QUERY` (400) whose message names the parameter, never its value.
  */
@@ -60,8 +60,10 @@ function get(
 
 function time(v: QueryValue, name: string): string | undefined {
   if (v === undefined || v === null) return undefined;
-  if (!isRfc3339(v)) bad(`${name} must be an RFC 3339 date-time`);
-  return new Date(v).toISOString();
+  // An unencoded `+01:00` offset arrives as ` 01:00` (form decoding turns + into a space).
+  const text = typeof v === 'string' ? v.replace(/ (\d{2}:\d{2})$/, '+$1') : v;
+  if (!isRfc3339(text)) bad(`${name} must be an RFC 3339 date-time`);
+  return new Date(text).toISOString();
 }
 
 /**

@@ -56,7 +56,8 @@ export interface SecretFinding {
 }
 
 const ARMOUR = /-----BEGIN [A-Z0-9 ]+-----|AGE-SECRET-KEY-1|untrusted comment:/i;
-const PULL_CREDENTIAL = /(?:^|[^A-Za-z0-9])dp[sc]_[A-Za-z0-9_-]{4,}/;
+// No word boundary before the prefix: `xdps_...` must not slip through.
+const PULL_CREDENTIAL = /dp[sc]_[A-Za-z0-9_-]{4,}/;
 const BEARER = /\b(?:bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}/i;
 const JWT = /eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\./;
 const KNOWN_PREFIX =
@@ -148,7 +149,13 @@ export function looksSecret(text: string, options: { heuristics?: boolean } = {}
   if (HEX_RUN.test(undigested)) return 'hex-blob';
   for (const m of undigested.matchAll(B64_RUN)) {
     const run = m[0];
-    if (/[A-Z]/.test(run) && /[a-z]/.test(run) && /[0-9]/.test(run) && entropy(run) >= 4.2 && classChanges(run) >= 0.45) {
+    if (
+      /[A-Z]/.test(run) &&
+      /[a-z]/.test(run) &&
+      /[0-9]/.test(run) &&
+      entropy(run) >= 4.2 &&
+      classChanges(run) >= 0.45
+    ) {
       return 'base64-blob';
     }
   }
@@ -171,11 +178,13 @@ export function isSensitiveFieldName(name: string): boolean {
   return false;
 }
 
-const SAFE_KEY = /^[A-Za-z_][A-Za-z0-9_-]{0,63}$/;
+/** Keys short and plain enough to name in a path (engine detail keys are; data-derived keys may not be). */
+const SAFE_KEY = /^[A-Za-z_][A-Za-z0-9_-]{0,23}$/;
 
 /**
- * `path` extended by `key`, naming the key only when it is a short identifier that does not itself
- * look like a secret (so a path in an error message never quotes one). Internal helper.
+ * `path` extended by `key`, naming the key only when it is an identifier of at most 24 characters
+ * that does not itself look like a secret (so a path in an error message never quotes one); any
+ * other key shows as `[?]`. Internal helper.
  */
 export function childPath(path: string, key: string | number): string {
   if (typeof key === 'number') return `${path}[${key}]`;

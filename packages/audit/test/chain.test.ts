@@ -66,8 +66,16 @@ t.test('buildEvent: seq, ts, prevHash and hash', async (t) => {
 t.test('buildEvent refuses bad input', async (t) => {
   const ok: AuditEventInput = { action: 'run-trigger', actor, outcome: 'applied' };
   const cases: Array<[string, () => unknown, string]> = [
-    ['unknown action', () => buildEvent(null, { ...ok, action: 'job-frobnicate' as never }), 'ERR_AUDIT_UNKNOWN_ACTION'],
-    ['bad method', () => buildEvent(null, { ...ok, actor: { ...actor, method: 'magic' as never } }), 'ERR_AUDIT_INVALID_EVENT'],
+    [
+      'unknown action',
+      () => buildEvent(null, { ...ok, action: 'job-frobnicate' as never }),
+      'ERR_AUDIT_UNKNOWN_ACTION',
+    ],
+    [
+      'bad method',
+      () => buildEvent(null, { ...ok, actor: { ...actor, method: 'magic' as never } }),
+      'ERR_AUDIT_INVALID_EVENT',
+    ],
     ['bad outcome', () => buildEvent(null, { ...ok, outcome: 'maybe' as never }), 'ERR_AUDIT_INVALID_EVENT'],
     ['bad prev', () => buildEvent({ seq: 0, hash: GENESIS_HASH }, ok), 'ERR_AUDIT_INVALID_EVENT'],
     ['bad prev hash', () => buildEvent({ seq: 1, hash: 'sha384:zz' }, ok), 'ERR_AUDIT_INVALID_EVENT'],
@@ -75,7 +83,11 @@ t.test('buildEvent refuses bad input', async (t) => {
     ['detail array', () => buildEvent(null, { ...ok, detail: [] as never }), 'ERR_AUDIT_INVALID_EVENT'],
     ['detail NaN', () => buildEvent(null, { ...ok, detail: { n: Number.NaN } }), 'ERR_AUDIT_INVALID_EVENT'],
     ['detail Date', () => buildEvent(null, { ...ok, detail: { d: new Date() } }), 'ERR_AUDIT_INVALID_EVENT'],
-    ['detail undefined', () => buildEvent(null, { ...ok, detail: { u: undefined } }), 'ERR_AUDIT_INVALID_EVENT'],
+    [
+      'detail undefined',
+      () => buildEvent(null, { ...ok, detail: { u: undefined } }),
+      'ERR_AUDIT_INVALID_EVENT',
+    ],
     [
       'detail too deep',
       () => buildEvent(null, { ...ok, detail: { a: { b: { c: { d: { e: { f: { g: 1 } } } } } } } }),
@@ -83,7 +95,11 @@ t.test('buildEvent refuses bad input', async (t) => {
     ],
     [
       'detail too large',
-      () => buildEvent(null, { ...ok, detail: { list: Array.from({ length: 400 }, (_, i) => `field-${i}-name`) } }),
+      () =>
+        buildEvent(null, {
+          ...ok,
+          detail: { list: Array.from({ length: 400 }, (_, i) => `field-${i}-name`) },
+        }),
       'ERR_AUDIT_DETAIL_TOO_LARGE',
     ],
     ['target type', () => buildEvent(null, { ...ok, target: 5 as never }), 'ERR_AUDIT_INVALID_EVENT'],
@@ -103,7 +119,11 @@ t.test('a clean chain verifies', async (t) => {
     t.equal(r.count, 6);
     t.equal(r.firstSeq, 1);
   }
-  t.same(verifyChain([]), { ok: true, firstSeq: null, headSeq: 0, headHash: GENESIS_HASH, count: 0 }, 'empty chain is genesis');
+  t.same(
+    verifyChain([]),
+    { ok: true, firstSeq: null, headSeq: 0, headHash: GENESIS_HASH, count: 0 },
+    'empty chain is genesis',
+  );
   t.ok(verifyChain(events, { expectedHead: { seq: 6, hash: events[5]!.hash } }).ok);
   t.doesNotThrow(() => assertChain(r));
 });
@@ -202,7 +222,11 @@ t.test('cross-page verification with anchors', async (t) => {
   }
   t.same(anchor, { seq: 10, hash: all[9]!.hash });
 
-  t.match(verifyChain(pages[1]!), { ok: false, problem: 'seq-gap', firstBadSeq: 1 }, 'a later page is not genesis');
+  t.match(
+    verifyChain(pages[1]!),
+    { ok: false, problem: 'seq-gap', firstBadSeq: 1 },
+    'a later page is not genesis',
+  );
   t.match(verifyChain(pages[2]!, { anchor: { seq: 4, hash: all[3]!.hash } }), {
     ok: false,
     problem: 'seq-gap',
@@ -225,16 +249,26 @@ t.test('cross-page verification with anchors', async (t) => {
   });
   t.ok(verifyChain([...all.slice(0, 4), ...rewritten]).ok, 'a consistent rewrite verifies without a head');
   // ...but not against a head the consumer kept from before the rewrite.
-  t.match(verifyChain(rewritten, { anchor: { seq: 4, hash: all[3]!.hash }, expectedHead: { seq: 10, hash: all[9]!.hash } }), {
-    ok: false,
-    problem: 'head-mismatch',
-    firstBadSeq: 10,
-  });
+  t.match(
+    verifyChain(rewritten, {
+      anchor: { seq: 4, hash: all[3]!.hash },
+      expectedHead: { seq: 10, hash: all[9]!.hash },
+    }),
+    {
+      ok: false,
+      problem: 'head-mismatch',
+      firstBadSeq: 10,
+    },
+  );
 
   const unanchored = verifyChain(all.slice(5), { anchor: null });
   t.match(unanchored, { ok: true, firstSeq: 6, headSeq: 10, count: 5 }, 'anchor null accepts a pruned start');
-  t.throws(() => verifyChain(all, { anchor: { seq: 0, hash: all[0]!.hash } }), { code: 'ERR_AUDIT_MALFORMED_DOCUMENT' });
-  t.throws(() => verifyChain(all, { anchor: { seq: -1, hash: GENESIS_HASH } }), { code: 'ERR_AUDIT_MALFORMED_DOCUMENT' });
+  t.throws(() => verifyChain(all, { anchor: { seq: 0, hash: all[0]!.hash } }), {
+    code: 'ERR_AUDIT_MALFORMED_DOCUMENT',
+  });
+  t.throws(() => verifyChain(all, { anchor: { seq: -1, hash: GENESIS_HASH } }), {
+    code: 'ERR_AUDIT_MALFORMED_DOCUMENT',
+  });
 });
 
 t.test('ChainVerifier works incrementally and stops at the first failure', async (t) => {
