@@ -34,8 +34,9 @@ async function opsPerSecond(f: () => unknown, ms = 300): Promise<number> {
 }
 
 /**
- * MiB/s of `ours` and `theirs` on the same 1 MiB buffers, timed alternately buffer by buffer so
- * both see the same machine load; each figure is the median per-buffer time over all rounds.
+ * MiB/s of `ours` and `theirs` on the same 1 MiB buffers, timed alternately buffer by buffer (in
+ * alternating order) so both see the same machine load and cache state; each figure is the median
+ * per-buffer time over all rounds.
  */
 async function compare(
   label: string,
@@ -46,13 +47,17 @@ async function compare(
   const a: number[] = [];
   const b: number[] = [];
   for (let round = 0; round < ROUNDS + 1; round++) {
-    for (const buf of buffers) {
-      let t0 = performance.now();
-      await ours(buf);
-      const ta = performance.now() - t0;
-      t0 = performance.now();
-      await theirs(buf);
-      const tb = performance.now() - t0;
+    for (const [i, buf] of buffers.entries()) {
+      // Whoever runs second finds the buffer in cache, so the order alternates.
+      const oursFirst = (round + i) % 2 === 0;
+      let ta = 0;
+      let tb = 0;
+      for (const which of oursFirst ? ['a', 'b'] : ['b', 'a']) {
+        const t0 = performance.now();
+        await (which === 'a' ? ours : theirs)(buf);
+        if (which === 'a') ta = performance.now() - t0;
+        else tb = performance.now() - t0;
+      }
       if (round > 0) {
         a.push(ta);
         b.push(tb);
