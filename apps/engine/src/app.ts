@@ -20,13 +20,13 @@
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createFsStore } from '@coffer/objectstore';
+import { createFsStore, type ObjectStore, openStore } from '@coffer/objectstore';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { createAdminTokenChecker } from './auth/admin-token.ts';
 import { createPerimeterVerifier } from './auth/perimeter.ts';
 import type { EngineConfig } from './config.ts';
 import type { EngineContext } from './context.ts';
-import { EngineError } from './errors.ts';
+import { ConfigError, EngineError } from './errors.ts';
 import { type EngineKeys, loadKeys } from './keys.ts';
 import authPlugin from './plugins/auth.ts';
 import capabilityPlugin from './plugins/capability.ts';
@@ -35,6 +35,8 @@ import rateLimitPlugin, { type RateLimitOptions } from './plugins/rate-limit.ts'
 import replies from './plugins/replies.ts';
 import adminFamily from './routes/admin/index.ts';
 import rootRoutes from './routes/root/index.ts';
+import testFaultRoutes from './routes/test-fault/index.ts';
+import { createRunService, FaultRegistry, type RunServiceOptions } from './runs/index.ts';
 import scimFamily from './routes/scim/index.ts';
 import { openEngineState, type State } from './state/index.ts';
 
@@ -54,6 +56,8 @@ export interface BuildAppOptions {
    * can serve keys on loopback) and an extra CA trusted for that fetch.
    */
   testOnly?: { perimeterJwksUrl?: string; perimeterJwksCa?: string };
+  /** Run service overrides (tests: poll interval, executor tuning); never read from the environment. */
+  runs?: Partial<Omit<RunServiceOptions, 'state' | 'keys' | 'destinations' | 'log'>>;
 }
 
 export const REDACT_PATHS = [
@@ -93,6 +97,19 @@ function defaultDestination(config: EngineConfig) {
   return createFsStore({ root });
 }
 
+/** The default destination plus ENGINE_DESTINATIONS (no credentials in any URL). */
+function destinationsOf(config: EngineConfig): Map<string, ObjectStore> {
+  const map = new Map<string, ObjectStore>([['default', defaultDestination(config)]]);
+  for (const d of config.destinations) {
+    try {
+      map.set(d.id, openStore(d.url));
+    } catch {
+      throw new ConfigError('ENGINE_DESTINATIONS', `destination ${d.id} has an unusable url`);
+    }
+  }
+  return map;
+}
+
 /** Builds the engine (not listening). Throws ConfigError / EngineError from key loading. */
 export async function buildApp(options: BuildAppOptions): Promise<FastifyInstance> {
   const { config } = options;
@@ -123,10 +140,24 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     keys,
     state,
     adminToken: createAdminTokenChecker(config.adminToken, config.adminTokenDisabled),
-    destinations: new Map([['default', defaultDestination(config)]]),
+    destinations: destinationsOf(config),
     startedAt: new Date(),
   };
   app.decorate('engine', context);
+  // Backup runs (src/runs): stopped before the state store closes, so in-flight runs checkpoint.
+  const runs = createRunService({
+    state,
+    keys,
+    destinations: context.destinations,
+    log: app.log,
+    dataDir: config.dataDir,
+    tickSeconds: config.tickSeconds,
+    leaseSeconds: config.runLeaseSeconds,
+    faults: config.harnessTestFaults ? new FaultRegistry() : null,
+    ...options.runs,
+  });
+  app.decorate('runs', runs);
+  app.addHook('preClose', async () => runs.stop());
   for (const warning of keys.warnings) app.log.warn({ keys: 'warning' }, warning);
   if (keys.missing.length > 0) {
     app.log.warn(
@@ -159,6 +190,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   await app.register(capabilityPlugin);
   await app.register(rateLimitPlugin, options.rateLimit ?? {});
   await app.register(rootRoutes);
+  if (config.harnessTestFaults) await app.register(testFaultRoutes, { prefix: '/admin/test-fault' });
   await app.register(adminFamily, { prefix: '/admin' });
   await app.register(scimFamily);
   return app;

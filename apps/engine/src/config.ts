@@ -43,6 +43,12 @@ export interface EngineConfig {
   breakGlassPublicKey: KeyTextSource | undefined;
   supportPublicKey: KeyTextSource | undefined;
   logLevel: string;
+  /** ENGINE_TICK_SECONDS: the reconciliation tick (default 900). */
+  tickSeconds: number;
+  /** ENGINE_RUN_LEASE_SECONDS: run-lock lease time to live (default 60). */
+  runLeaseSeconds: number;
+  /** ENGINE_DESTINATIONS: extra destinations (`default` is always the local store in the data dir). */
+  destinations: { id: string; url: string }[];
 }
 
 type Env = Record<string, string | undefined>;
@@ -177,6 +183,35 @@ function restoreRoots(env: Env, cwd: string): string[] {
   return roots.map((r) => resolve(cwd, r.trim()));
 }
 
+function seconds(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const v = str(env, name);
+  if (v === undefined) return fallback;
+  if (!/^\d{1,6}$/.test(v) || Number(v) < min || Number(v) > max)
+    throw new ConfigError(name, `must be a whole number of seconds from ${min} to ${max}`);
+  return Number(v);
+}
+
+const DESTINATION_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+
+/** `id=url` entries separated by whitespace or commas; url `file:///dir`, `/dir` or `s3://bucket/prefix?...`. */
+function destinations(env: Env, cwd: string): { id: string; url: string }[] {
+  const v = str(env, 'ENGINE_DESTINATIONS');
+  if (v === undefined) return [];
+  const out: { id: string; url: string }[] = [];
+  for (const entry of v.split(/[\s,]+/).filter((e) => e !== '')) {
+    const eq = entry.indexOf('=');
+    const id = eq > 0 ? entry.slice(0, eq) : '';
+    const url = eq > 0 ? entry.slice(eq + 1) : '';
+    if (!DESTINATION_ID.test(id) || id === 'default' || url === '')
+      throw new ConfigError('ENGINE_DESTINATIONS', 'entries must be id=url with a job-id-like id other than default');
+    if (out.some((d) => d.id === id)) throw new ConfigError('ENGINE_DESTINATIONS', 'a destination id is repeated');
+    if (!/^(file|s3):/i.test(url) && !isAbsolute(url))
+      throw new ConfigError('ENGINE_DESTINATIONS', 'a url must be file://, s3:// or an absolute path');
+    out.push({ id, url: isAbsolute(url) ? resolve(cwd, url) : url });
+  }
+  return out;
+}
+
 /**
  * Reads the configuration from `env` (default: process.env). Relative paths resolve against
  * `cwd` (default: process.cwd()). Returns the parsed configuration; throws ConfigError naming
@@ -214,6 +249,9 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     breakGlassPublicKey: keyText(env, 'ENGINE_BREAK_GLASS_PUBLIC_KEY', cwd),
     supportPublicKey: keyText(env, 'ENGINE_SUPPORT_PUBLIC_KEY', cwd),
     logLevel,
+    tickSeconds: seconds(env, 'ENGINE_TICK_SECONDS', 900, 5, 86_400),
+    runLeaseSeconds: seconds(env, 'ENGINE_RUN_LEASE_SECONDS', 60, 5, 3600),
+    destinations: destinations(env, cwd),
   };
 }
 
@@ -239,4 +277,7 @@ export const CONFIG_VARIABLES = [
   'ENGINE_BREAK_GLASS_PUBLIC_KEY',
   'ENGINE_SUPPORT_PUBLIC_KEY',
   'ENGINE_LOG_LEVEL',
+  'ENGINE_TICK_SECONDS',
+  'ENGINE_RUN_LEASE_SECONDS',
+  'ENGINE_DESTINATIONS',
 ] as const;

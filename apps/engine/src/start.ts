@@ -13,6 +13,8 @@ export async function startEngine(
   const config = loadConfig(env);
   const app = await buildApp({ config });
   const url = await app.listen({ host: config.host, port: config.port });
+  // The scheduler starts once the engine answers: its first tick resumes interrupted runs.
+  app.runs.start();
   app.log.info(
     { event: 'listening', url, keysReady: app.engine.keys.ready },
     `coffer-engine listening at ${url}`,

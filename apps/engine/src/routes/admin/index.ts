@@ -12,6 +12,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { sendNotFound } from '../../plugins/replies.ts';
 import healthRoute from './health.ts';
 import identityRoutes from './identity.ts';
+import runsRoutes from '../runs/index.ts';
 import jobsRoutes from './jobs/index.ts';
 import statusRoutes from './status.ts';
 
@@ -51,6 +52,7 @@ export default async function adminFamily(app: FastifyInstance): Promise<void> {
     await authed.register(identityRoutes);
     await authed.register(statusRoutes);
     await authed.register(jobsRoutes);
+    await authed.register(runsRoutes);
   });
 
   app.setNotFoundHandler(async (request: FastifyRequest, reply: FastifyReply) => {
