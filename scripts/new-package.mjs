@@ -25,7 +25,11 @@ const pkg = {
   engines: { node: '>=22.12' },
   exports: { '.': { types: './dist/index.d.ts', default: './dist/index.js' } },
   files: ['dist'],
-  scripts: { build: 'tsc -b', typecheck: 'tsc -p tsconfig.check.json', test: 'tap' },
+  scripts: {
+    build: 'tsc -b',
+    typecheck: 'tsc -p tsconfig.check.json',
+    test: `node ../../scripts/test-all.mjs '${dir}/test/**/*.test.ts'`,
+  },
   dependencies: Object.fromEntries(deps.map((d) => [d, 'workspace:*'])),
 };
 writeFileSync(join(dir, 'package.json'), `${JSON.stringify(pkg, null, 2)}\n`);
