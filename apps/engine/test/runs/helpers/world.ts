@@ -122,7 +122,7 @@ export async function makeWorld(
         source: { type: 'files', path: sourceDir },
         destinations: [...destinations.keys()],
         ...job,
-      } as { id: string });
+      } as unknown as { id: string });
     },
     async runNow(jobId) {
       const r = await service.trigger(jobId);
