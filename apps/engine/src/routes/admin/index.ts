@@ -10,6 +10,8 @@
 import cors from '@fastify/cors';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { sendNotFound } from '../../plugins/replies.ts';
+import auditRoutes from '../audit/index.ts';
+import supportRoutes from '../support/index.ts';
 import healthRoute from './health.ts';
 import identityRoutes from './identity.ts';
 import runsRoutes from '../runs/index.ts';
@@ -52,6 +54,8 @@ export default async function adminFamily(app: FastifyInstance): Promise<void> {
     await authed.register(identityRoutes);
     await authed.register(statusRoutes);
     await authed.register(jobsRoutes);
+    await authed.register(auditRoutes);
+    await authed.register(supportRoutes);
     await authed.register(runsRoutes);
   });
 

@@ -14,12 +14,18 @@ import { can, forbiddenBody } from '@coffer/authz';
 import { isStateError, type JobRecord, type State } from '@coffer/state';
 import type { FastifyInstance } from 'fastify';
 import { Compile } from 'typebox/compile';
+import type { RequestAuditEvent } from '../../../audit/index.ts';
 import type { EngineCaller } from '../../../plugins/auth.ts';
 import { ifMatchRevOf, refusalBody } from './preconditions.ts';
 import { BulkBody, DeleteBody, type JobConfig, MAX_BATCH, normaliseJob, UpsertBody } from './schema.ts';
 
 type UpsertResult =
-  | { status: 200; body: { ok: true; id: string; configRev: number; created: boolean; job: JobConfig } }
+  | {
+      status: 200;
+      body: { ok: true; id: string; configRev: number; created: boolean; job: JobConfig };
+      /** For the audit event only (names, never values). */
+      changedFields: string[];
+    }
   | { status: 403; body: ReturnType<typeof forbiddenBody> }
   | { status: 409; body: ReturnType<typeof refusalBody> };
 
@@ -64,6 +70,7 @@ async function upsert(state: State, caller: EngineCaller, body: UpsertBody): Pro
             created: result.outcome === 'created' || result.outcome === 'recreated',
             job,
           },
+          changedFields: result.changedFields,
         };
       } catch (err) {
         const pinnedRetry = sent === undefined && ifMatchRev !== undefined && attempt < 3;
@@ -90,6 +97,17 @@ function itemError(item: unknown): string | null {
   return `job${at} ${first.message}`;
 }
 
+/** The `job-upsert` audit event of one upsert result (docs/audit.md "Action names"). */
+function upsertAudit(id: string, result: UpsertResult): RequestAuditEvent {
+  if (result.status === 200) {
+    const { configRev, created } = result.body;
+    return { action: 'job-upsert', outcome: 'applied', target: id, detail: { configRev, created, changedFields: result.changedFields } };
+  }
+  const reason = result.status === 403 ? 'capability' : result.body.precondition.reason;
+  const detail = result.status === 403 ? { reason, required: result.body.required } : { reason };
+  return { action: 'job-upsert', outcome: 'refused', target: id, detail };
+}
+
 export default async function jobsRoutes(app: FastifyInstance): Promise<void> {
   const writeGate = [app.requireCapability('job.write'), app.rateLimitCaller];
 
@@ -112,7 +130,7 @@ export default async function jobsRoutes(app: FastifyInstance): Promise<void> {
     '/jobs',
     {
       onRequest: writeGate,
-      config: { capability: 'job.write' },
+      config: { capability: 'job.write', audit: { action: 'job-upsert' } },
       schema: {
         summary: 'Create or replace a job (whole object; optional ifMatchRev)',
         operationId: 'upsertJob',
@@ -122,6 +140,7 @@ export default async function jobsRoutes(app: FastifyInstance): Promise<void> {
     },
     async (request, reply) => {
       const result = await upsert(app.engine.state, request.caller!, request.body);
+      await app.audit.forRequest(request, upsertAudit(request.body.id, result));
       return reply.code(result.status).send(result.body);
     },
   );
@@ -130,7 +149,7 @@ export default async function jobsRoutes(app: FastifyInstance): Promise<void> {
     '/jobs/bulk',
     {
       onRequest: writeGate,
-      config: { capability: 'job.write' },
+      config: { capability: 'job.write', audit: { action: 'job-bulk' } },
       bodyLimit: 4 * 1024 * 1024,
       schema: {
         summary: 'Upsert many jobs (continue-on-error, index-aligned outcomes)',
@@ -142,6 +161,11 @@ export default async function jobsRoutes(app: FastifyInstance): Promise<void> {
     async (request, reply) => {
       const items = request.body.jobs as unknown[];
       if (items.length > MAX_BATCH) {
+        await app.audit.forRequest(request, {
+          action: 'job-bulk',
+          outcome: 'refused',
+          detail: { reason: 'max-batch', items: items.length, maxBatch: MAX_BATCH },
+        });
         return reply
           .code(400)
           .send({ error: `batch too large (at most ${MAX_BATCH} jobs)`, maxBatch: MAX_BATCH });
@@ -156,6 +180,7 @@ export default async function jobsRoutes(app: FastifyInstance): Promise<void> {
         }
         try {
           const result = await upsert(app.engine.state, request.caller!, item as UpsertBody);
+          await app.audit.forRequest(request, upsertAudit((item as UpsertBody).id, result));
           if (result.status === 200) {
             outcomes.push({
               index,
@@ -175,6 +200,11 @@ export default async function jobsRoutes(app: FastifyInstance): Promise<void> {
         }
       }
       const applied = outcomes.filter((o) => (o as { outcome: string }).outcome === 'applied').length;
+      await app.audit.forRequest(request, {
+        action: 'job-bulk',
+        outcome: applied === items.length ? 'applied' : applied === 0 ? 'refused' : 'failed',
+        detail: { items: items.length, applied, errors: items.length - applied },
+      });
       return { ok: applied === items.length, applied, failed: items.length - applied, outcomes };
     },
   );
@@ -183,7 +213,7 @@ export default async function jobsRoutes(app: FastifyInstance): Promise<void> {
     '/jobs/delete',
     {
       onRequest: [app.requireCapability('job.delete'), app.rateLimitCaller],
-      config: { capability: 'job.delete' },
+      config: { capability: 'job.delete', audit: { action: 'job-delete' } },
       schema: {
         summary: 'Delete a job (optional ifMatchRev; null refused); archives are kept',
         operationId: 'deleteJob',
@@ -195,9 +225,21 @@ export default async function jobsRoutes(app: FastifyInstance): Promise<void> {
       const ifMatchRev = ifMatchRevOf(request.body);
       try {
         const result = await app.engine.state.jobs.delete(request.body.id, { ifMatchRev });
+        await app.audit.forRequest(request, {
+          action: 'job-delete',
+          outcome: 'applied',
+          target: result.id,
+          detail: { deletedRev: result.deletedRev },
+        });
         return { ok: true, id: result.id, deletedRev: result.deletedRev };
       } catch (err) {
         if (isStateError(err, 'ERR_STATE_PRECONDITION') && err.precondition) {
+          await app.audit.forRequest(request, {
+            action: 'job-delete',
+            outcome: 'refused',
+            target: request.body.id,
+            detail: { reason: err.precondition.reason },
+          });
           return reply.code(409).send(refusalBody({ ...err.precondition, yourRev: ifMatchRev ?? null }));
         }
         throw err;
