@@ -9,7 +9,9 @@
  *   coffer_jobs{state="enabled"|"paused"}            configured jobs
  *   coffer_runs{status}                              retained runs by status (all five statuses)
  *   coffer_runs_recorded_total                       runs ever recorded (the run-log counter)
- *   coffer_run_duration_seconds{status}              histogram over retained finished runs
+ *   coffer_run_duration_seconds                      histogram over retained successful runs
+ *                                                    (unlabelled: a duration histogram per job or
+ *                                                    status would multiply series for little gain)
  *   coffer_bytes_sealed{job}                         bytes sealed by the job's retained ok runs
  *   coffer_last_success_age_seconds{job}             seconds since the job's latest ok run finished
  *                                                    (absent until it has one)
@@ -57,8 +59,7 @@ export function createEngineMetrics(ctx: EngineContext): EngineMetrics {
   const recorded = new Counter({ name: 'coffer_runs_recorded_total', help: 'Runs ever recorded', ...reg });
   const duration = new Histogram({
     name: 'coffer_run_duration_seconds',
-    help: 'Duration of retained finished runs',
-    labelNames: ['status'],
+    help: 'Duration of retained successful runs',
     buckets: DURATION_BUCKETS,
     ...reg,
   });
@@ -105,7 +106,7 @@ export function createEngineMetrics(ctx: EngineContext): EngineMetrics {
       for (const run of list) {
         byStatus.set(run.status, (byStatus.get(run.status) ?? 0) + 1);
         const ms = finishedMs(run);
-        if (ms !== null && (run.status === 'ok' || run.status === 'failed')) duration.observe({ status: run.status }, ms / 1000);
+        if (ms !== null && run.status === 'ok') duration.observe(ms / 1000);
         if (run.status === 'ok') {
           sealed += run.bytes;
           const end = Date.parse(run.finishedAt ?? run.updatedAt);
