@@ -15,6 +15,9 @@ if ls scripts/services/*.sh >/dev/null 2>&1; then
 fi
 if [ ! -d node_modules ]; then pnpm install --frozen-lockfile --reporter=append-only | tail -n 3; fi
 if [ -z "${COFFER_SKIP_BUILD:-}" ]; then pnpm build --output-logs=errors-only >/dev/null; fi
+# tap compiles its plugin set on `tap build`; a fresh install still has the default set, which
+# loads ts-node. Ours (root package.json "tap".plugin) drops it: Node 24 strips the types itself.
+node_modules/.bin/tap build >/dev/null
 mkdir -p .tap
 set +e
 node scripts/test-all.mjs "$@"
