@@ -1,0 +1,244 @@
+/**
+ * Target resolution: where an apply writes. The engine's resolver maps a binding name to a source
+ * configuration (with its secrets); this module applies the request's `target` override, checks
+ * the source type, and confines filesystem targets to the restore roots (`ENGINE_RESTORE_ROOTS`).
+ *
+ * Security-relevant behaviour: a `files` or `sqlite` target must lie inside a configured restore
+ * root after resolving every symbolic link of the part that exists (a link inside a root that
+ * points out of it does not let a target escape); with no roots configured a filesystem restore is
+ * refused. The target's identity (bound into the plan hash) and description never carry secrets:
+ * Redis URLs lose their user and password, S3 credentials are never read.
+ */
+import { lstat, realpath } from 'node:fs/promises';
+import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
+import { redisNameToKey, type SourceConfig } from '@coffer/sources';
+import { RestoreError } from './errors.ts';
+import type { PlanTarget, RestoreTargetOverride, TargetResolver } from './types.ts';
+
+/** A resolved target: the connector configuration and its secret-free identity. */
+export interface ResolvedTarget {
+  config: SourceConfig;
+  target: PlanTarget;
+  /** Canonical identity bound into the plan hash. */
+  identity: Record<string, string | number>;
+}
+
+/** Real path of `p`, resolving the nearest existing ancestor and appending the rest. */
+export async function realPathOf(p: string): Promise<string> {
+  const abs = resolve(p);
+  const rest: string[] = [];
+  let cur = abs;
+  for (;;) {
+    try {
+      const real = await realpath(cur);
+      return rest.length === 0 ? real : join(real, ...rest.reverse());
+    } catch {
+      const parent = dirname(cur);
+      if (parent === cur) return abs;
+      rest.push(basename(cur));
+      cur = parent;
+    }
+  }
+}
+
+function within(child: string, root: string): boolean {
+  const rel = relative(root, child);
+  return rel === '' || (!rel.startsWith(`..${sep}`) && rel !== '..' && !isAbsolute(rel));
+}
+
+/**
+ * The real path of `path` when it lies inside one of `roots` (for a file, strictly below it),
+ * else throws ERR_RESTORE_OUTSIDE_ROOTS.
+ */
+export async function confine(path: string, roots: string[], kind: 'directory' | 'file'): Promise<string> {
+  if (roots.length === 0) {
+    throw new RestoreError(
+      'ERR_RESTORE_OUTSIDE_ROOTS',
+      'filesystem restore is disabled: no restore roots are configured (ENGINE_RESTORE_ROOTS)',
+    );
+  }
+  const real = await realPathOf(path);
+  for (const root of roots) {
+    const r = await realPathOf(root);
+    if (within(real, r) && (kind === 'directory' || real !== r)) return real;
+  }
+  throw new RestoreError(
+    'ERR_RESTORE_OUTSIDE_ROOTS',
+    'the restore target is outside the configured restore roots (ENGINE_RESTORE_ROOTS)',
+  );
+}
+
+function redisEndpoint(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.protocol}//${u.hostname}${u.port ? `:${u.port}` : ''}`;
+  } catch {
+    return 'redis';
+  }
+}
+
+function s3Endpoint(endpoint: unknown): string {
+  if (typeof endpoint !== 'string') return 'aws';
+  try {
+    const u = new URL(endpoint);
+    return `${u.protocol}//${u.host}`;
+  } catch {
+    return 'custom';
+  }
+}
+
+/**
+ * Resolves the target of a plan: binding (override or the run's), the engine's configuration for
+ * it, the override's namespace / bucket, type check and confinement. Throws RestoreError
+ * ERR_RESTORE_UNKNOWN_TARGET, ERR_RESTORE_TARGET_MISMATCH, ERR_RESTORE_INVALID_REQUEST (an
+ * override that does not fit the type) and ERR_RESTORE_OUTSIDE_ROOTS.
+ */
+export async function resolveTarget(options: {
+  job: string;
+  sourceType: string;
+  sourceBinding: string;
+  override: RestoreTargetOverride | undefined;
+  resolver: TargetResolver;
+  restoreRoots: string[];
+}): Promise<ResolvedTarget> {
+  const { override, sourceType } = options;
+  const binding = override?.binding ?? options.sourceBinding;
+  let base: SourceConfig | null;
+  try {
+    base = await options.resolver(binding, { job: options.job, sourceType });
+  } catch (e) {
+    throw new RestoreError('ERR_RESTORE_UNKNOWN_TARGET', 'the restore target could not be resolved', {
+      cause: e,
+    });
+  }
+  if (base === null || typeof base !== 'object') {
+    throw new RestoreError('ERR_RESTORE_UNKNOWN_TARGET', 'the restore target binding is not configured');
+  }
+  if (base.type !== sourceType) {
+    throw new RestoreError(
+      'ERR_RESTORE_TARGET_MISMATCH',
+      `the restore target is a ${base.type} source but the run holds ${sourceType} records`,
+    );
+  }
+  const ns = override?.namespaceId;
+  if (override?.bucketName !== undefined && base.type !== 's3') {
+    throw new RestoreError('ERR_RESTORE_INVALID_REQUEST', 'target.bucketName applies only to an s3 target');
+  }
+  switch (base.type) {
+    case 'files': {
+      const root = await confine(ns ?? base.root, options.restoreRoots, 'directory');
+      const config = { ...base, root, binding };
+      return {
+        config,
+        target: { type: 'files', binding, namespace: root, description: `files:${root}` },
+        identity: { type: 'files', binding, root },
+      };
+    }
+    case 'sqlite': {
+      const path = await confine(ns ?? base.path, options.restoreRoots, 'file');
+      const config = { ...base, path, binding };
+      return {
+        config,
+        target: { type: 'sqlite', binding, namespace: path, description: `sqlite:${path}` },
+        identity: { type: 'sqlite', binding, path },
+      };
+    }
+    case 'redis': {
+      let db = base.db ?? dbOfUrl(base.url);
+      if (ns !== undefined) {
+        if (!/^\d{1,5}$/.test(ns))
+          throw new RestoreError(
+            'ERR_RESTORE_INVALID_REQUEST',
+            'target.namespaceId of a redis target must be a database number',
+          );
+        db = Number(ns);
+      }
+      const prefix = base.prefix ?? '';
+      const endpoint = redisEndpoint(base.url);
+      const config = { ...base, db, binding, replace: true };
+      const namespace = `db${db}${prefix ? ` prefix ${JSON.stringify(prefix)}` : ''}`;
+      return {
+        config,
+        target: { type: 'redis', binding, namespace, description: `redis:${endpoint}/${db}` },
+        identity: { type: 'redis', binding, endpoint, db, prefix },
+      };
+    }
+    case 's3': {
+      const bucket = override?.bucketName ?? base.bucket;
+      const prefix = ns ?? base.prefix ?? '';
+      const endpoint = s3Endpoint(base.endpoint);
+      const config = { ...base, bucket, binding, ...(prefix ? { prefix } : {}) };
+      if (!prefix) delete (config as { prefix?: string }).prefix;
+      const namespace = prefix ? `${bucket}/${prefix}` : bucket;
+      return {
+        config,
+        target: { type: 's3', binding, namespace, description: `s3://${namespace}` },
+        identity: { type: 's3', binding, endpoint, bucket, prefix },
+      };
+    }
+    default:
+      throw new RestoreError(
+        'ERR_RESTORE_TARGET_MISMATCH',
+        'the restore target has an unsupported source type',
+      );
+  }
+}
+
+function dbOfUrl(url: string): number {
+  try {
+    const m = /^\/(\d+)$/.exec(new URL(url).pathname);
+    return m ? Number(m[1]) : 0;
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * Why a record name cannot be written into a `files` target, or null when it can: absolute names,
+ * empty, `.` and `..` segments and NUL would leave (or confuse) the target directory.
+ */
+export function unsafeFileName(name: string): string | null {
+  if (name.length === 0) return 'empty name';
+  if (name.includes('\u0000')) return 'name contains NUL';
+  if (name.startsWith('/')) return 'absolute name (would write outside the target)';
+  for (const seg of name.split('/')) {
+    if (seg === '..') return "name has a '..' segment (would write outside the target)";
+    if (seg === '.' || seg === '') return 'name has an empty or . segment';
+  }
+  return null;
+}
+
+/**
+ * Checks the parents of `name` under `root` for symbolic links (cached per directory): a link
+ * already in the target would let a write land outside it. Returns the reason, or null.
+ */
+export function symlinkChecker(root: string): (name: string) => Promise<string | null> {
+  const cache = new Map<string, boolean>();
+  return async (name) => {
+    const segs = name.split('/');
+    let dir = root;
+    for (let i = 0; i < segs.length - 1; i++) {
+      dir = join(dir, segs[i]!);
+      let link = cache.get(dir);
+      if (link === undefined) {
+        try {
+          const st = await lstat(dir);
+          link = st.isSymbolicLink() || !st.isDirectory();
+        } catch {
+          link = false; // absent: created by the write
+        }
+        cache.set(dir, link);
+      }
+      if (link)
+        return 'a parent in the target is a symbolic link or not a directory (would write outside the target)';
+    }
+    return null;
+  };
+}
+
+/** For redis targets: whether the record's key lies under the target's key prefix. */
+export function redisNameFits(name: string, prefix: string): boolean {
+  const key = redisNameToKey(name);
+  if (key === null) return false;
+  return key.subarray(0, Buffer.byteLength(prefix)).equals(Buffer.from(prefix));
+}
