@@ -78,6 +78,10 @@ async function dispatch(command: ParsedCommand, report: Reporter, io: Io): Promi
       return EXIT.OK;
     case 'keygen':
       return keygen(command.out, report);
+    case 'bundle': {
+      const { bundleOpen } = await import('./internal/bundle-open.ts');
+      return bundleOpen(command, report, io);
+    }
     case 'inspect': {
       if (command.key !== undefined) assertRuntime();
       const { inspect } = await import('./internal/inspect.ts');

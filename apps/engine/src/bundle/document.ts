@@ -41,13 +41,13 @@ function destinationKind(description: string): string {
   return 'other';
 }
 
-/** One browser error scrubbed: no URL query, fragment or user info; secrets redacted; bounded. */
+/** One browser error scrubbed: URLs cut to their origin; anything secret-looking redacted; bounded. */
 export function scrubBrowserError(e: BrowserErrorInput): { message: string; at: string | null; source: string | null } {
   const clean = (text: string | undefined, max: number): string | null => {
     if (text === undefined) return null;
     let s = text.replace(/[\p{Cc}\p{Cf}]/gu, ' ');
-    // URLs keep scheme, host and path only.
-    s = s.replace(/\b([a-z][a-z0-9+.-]*:\/\/)(?:[^\s/@]*@)?([^\s/?#]*)([^\s?#]*)(?:\?[^\s#]*)?(?:#\S*)?/gi, '$1$2$3');
+    // URLs are cut to their origin: user info, path, query and fragment can all carry tokens.
+    s = s.replace(/\b([a-z][a-z0-9+.-]*:\/\/)(?:[^\s/@]*@)?([^\s/?#]*)\S*/gi, '$1$2');
     s = s
       .split(/(\s+)/)
       .map((w) => (looksSecret(w) === null ? w : REDACTED))

@@ -31,6 +31,7 @@ export type Command =
   | { name: 'help'; topic: string | undefined }
   | { name: 'version' }
   | { name: 'keygen'; out: string }
+  | { name: 'bundle'; file: string; key: string | undefined; pinSigner: string | undefined }
   | {
       name: 'inspect';
       store: StoreOptions;
@@ -63,7 +64,7 @@ export type Command =
 
 export type ParsedCommand = Command & GlobalOptions;
 
-export const COMMANDS = ['keygen', 'inspect', 'verify', 'extract', 'help', 'version'] as const;
+export const COMMANDS = ['keygen', 'inspect', 'verify', 'extract', 'bundle', 'help', 'version'] as const;
 
 const GLOBAL = {
   json: { type: 'boolean' },
@@ -142,6 +143,7 @@ export function parseCommandLine(argv: readonly string[]): ParsedCommand {
     return { name: 'help', topic, json, progress: false };
   }
   if (first === 'version') return { name: 'version', json, progress: false };
+  if (first === 'bundle') return parseBundle(argv.slice(1), json);
   // The word is not echoed: a secret pasted in the wrong place must not be printed back.
   if (!Object.hasOwn(SPECS, first)) throw usage(`unknown command (commands: ${COMMANDS.join(', ')})`);
   const name = first as keyof typeof SPECS;
@@ -229,6 +231,36 @@ export function parseCommandLine(argv: readonly string[]): ParsedCommand {
     records,
     force: values.force === true,
   };
+}
+
+const BUNDLE_OPTIONS = {
+  ...GLOBAL,
+  key: { type: 'string' },
+  'pin-signer': { type: 'string' },
+} as const;
+
+/** `bundle open --key FILE [--pin-signer FP] BUNDLE.json` (the only bundle subcommand). */
+function parseBundle(rest: readonly string[], json: boolean): ParsedCommand {
+  if (rest[0] === '--help' || rest[0] === '-h') return { name: 'help', topic: 'bundle', json, progress: false };
+  if (rest[0] !== 'open') throw usage('bundle takes the subcommand open: coffer-recover bundle open BUNDLE.json', 'bundle');
+  let parsed: { values: Record<string, string | boolean | undefined>; positionals: string[] };
+  try {
+    parsed = parseArgs({ args: [...rest.slice(1)], options: BUNDLE_OPTIONS, strict: true, allowPositionals: true }) as typeof parsed;
+  } catch (e) {
+    throw translateParseError(e, 'bundle');
+  }
+  const { values, positionals } = parsed;
+  if (values.help === true) return { name: 'help', topic: 'bundle', json, progress: false };
+  if (positionals.length !== 1 || positionals[0] === '') {
+    throw usage('bundle open takes exactly one BUNDLE.json file', 'bundle');
+  }
+  const key = typeof values.key === 'string' ? values.key : undefined;
+  if (key === '') throw usage('--key must not be empty', 'bundle');
+  const pin = typeof values['pin-signer'] === 'string' ? values['pin-signer'].toLowerCase() : undefined;
+  if (pin !== undefined && !FINGERPRINT.test(pin)) {
+    throw usage('--pin-signer takes a fingerprint: sha384: followed by 96 hex digits', 'bundle');
+  }
+  return { name: 'bundle', file: positionals[0]!, key, pinSigner: pin, json, progress: false };
 }
 
 const CREDENTIAL_LIKE = /access|secret|password|passwd|token|credential|session/i;

@@ -64,6 +64,17 @@ ${STORE}
   --pin-signer sha384:HEX        refuse runs signed by any other key (exit 8)
 ${COMMON}
 `,
+  bundle: `coffer-recover bundle open [--key FILE] [--pin-signer FP] BUNDLE.json
+
+Opens an engine support bundle (docs/support-bundle.md): unseals it with the vendor support secret
+key when it is sealed, checks the embedded signer's hybrid signature, and prints the document.
+Exits 3 if the signature or capsule does not check out, 4 if the bundle is sealed to another key,
+6 for a bundle version other than 1, 8 if validly signed by a key other than --pin-signer.
+
+  --key FILE                     vendor support secret key (needed for sealed bundles; - reads stdin)
+  --pin-signer sha384:HEX        require this engine signer (an unsigned bundle then fails)
+  --json                         one JSON document on stdout (errors too)
+`,
 };
 
 const OVERVIEW = `coffer-recover: offline recovery for Coffer archives (no engine needed)
@@ -75,6 +86,7 @@ Commands:
   inspect  --from WHERE                       list jobs, runs, versions, signers, sizes
   verify   --from WHERE --run ID [--key FILE] read a run back and check everything
   extract  --from WHERE --run ID --key FILE --to DIR   write a run's records out
+  bundle open [--key FILE] BUNDLE.json        unseal and verify an engine support bundle
   help [command]                              this text, or a command's
   version                                     print the version
 

@@ -106,7 +106,9 @@ export default async function pullRoutes(app: FastifyInstance): Promise<void> {
         body = JSON.stringify(bundle);
         await app.audit.append({
           action: 'support-bundle-generate',
-          actor: { email: null, subject: request.pullClientId ?? null, method: 'pull-credential' },
+          // The client id is a non-secret label, but its dpc_ form is one the audit redaction guard
+          // refuses on sight; the scope names the grant (one per scope) just as well.
+          actor: { email: null, subject: 'pull:diagnostics', method: 'pull-credential' },
           role: null,
           sourceAddress: request.ip,
           outcome: 'applied',
