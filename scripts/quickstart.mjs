@@ -119,7 +119,7 @@ const created = await fetch(`${url}/admin/jobs`, {
   body: JSON.stringify(demoJob),
 });
 const demoNote = created.ok
-  ? 'demo job "demo" created over apps/engine/sample/'
+  ? 'demo job "demo" created over apps/engine/sample/; its first run starts within 10 seconds'
   : `could not create the demo job (HTTP ${created.status})`;
 
 // 5. Tell the operator what they have and what to try next.
@@ -140,6 +140,8 @@ Next steps:
   curl ${auth} ${url}/admin/whoami
   curl ${auth} ${url}/admin/setup-state
   curl ${auth} ${url}/admin/jobs
+  curl ${auth} '${url}/admin/history?id=demo'
+  node apps/recover/dist/cli.js verify --from ${dataDir}/destination --run <runId> --key ${keyFile}
   curl ${auth} -H 'content-type: application/json' \\
        -d '{"id":"home","cadenceSeconds":86400,"source":{"type":"files","path":"${given.HOME ?? '/home/you'}"}}' \\
        ${url}/admin/jobs

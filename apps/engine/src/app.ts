@@ -37,9 +37,9 @@ import replies from './plugins/replies.ts';
 import adminFamily from './routes/admin/index.ts';
 import pullRoutes from './routes/pull/index.ts';
 import rootRoutes from './routes/root/index.ts';
+import scimFamily from './routes/scim/index.ts';
 import testFaultRoutes from './routes/test-fault/index.ts';
 import { createRunService, FaultRegistry, type RunServiceOptions } from './runs/index.ts';
-import scimFamily from './routes/scim/index.ts';
 import { openEngineState, type State } from './state/index.ts';
 
 export interface BuildAppOptions {

@@ -203,8 +203,12 @@ function destinations(env: Env, cwd: string): { id: string; url: string }[] {
     const id = eq > 0 ? entry.slice(0, eq) : '';
     const url = eq > 0 ? entry.slice(eq + 1) : '';
     if (!DESTINATION_ID.test(id) || id === 'default' || url === '')
-      throw new ConfigError('ENGINE_DESTINATIONS', 'entries must be id=url with a job-id-like id other than default');
-    if (out.some((d) => d.id === id)) throw new ConfigError('ENGINE_DESTINATIONS', 'a destination id is repeated');
+      throw new ConfigError(
+        'ENGINE_DESTINATIONS',
+        'entries must be id=url with a job-id-like id other than default',
+      );
+    if (out.some((d) => d.id === id))
+      throw new ConfigError('ENGINE_DESTINATIONS', 'a destination id is repeated');
     if (!/^(file|s3):/i.test(url) && !isAbsolute(url))
       throw new ConfigError('ENGINE_DESTINATIONS', 'a url must be file://, s3:// or an absolute path');
     out.push({ id, url: isAbsolute(url) ? resolve(cwd, url) : url });

@@ -68,7 +68,9 @@ export function decodeCheckpoint(bytes: Uint8Array, runId: string): RunCheckpoin
       throw bad('has a malformed writer');
     }
   }
-  const failed = (typeof d.failed === 'object' && d.failed !== null ? d.failed : {}) as RunCheckpoint['failed'];
+  const failed = (
+    typeof d.failed === 'object' && d.failed !== null ? d.failed : {}
+  ) as RunCheckpoint['failed'];
   const vanished = Array.isArray(d.vanished)
     ? (d.vanished as unknown[]).filter(
         (m): m is VanishedMark =>

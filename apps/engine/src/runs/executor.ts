@@ -36,7 +36,13 @@ import type { RunDestinationState, RunRecord, State } from '@coffer/state';
 import { decodeCheckpoint, encodeCheckpoint, nameMark, type VanishedMark } from './checkpoint.ts';
 import { readAhead } from './feed.ts';
 import { type Classification, classifyFailure, RunError } from './reasons.ts';
-import { isSkippedEntry, type JobSource, type RunSource, type RunSourceRecord, selectorOf } from './source.ts';
+import {
+  isSkippedEntry,
+  type JobSource,
+  type RunSource,
+  type RunSourceRecord,
+  selectorOf,
+} from './source.ts';
 
 export interface RunKeys {
   signer: { secretKey: Uint8Array; publicKey: Uint8Array };
@@ -134,7 +140,15 @@ export async function attemptRun(
     dests[lane.id] = { state: 'failed', reason: c.reason, causeDigest: c.causeDigest, updatedAt: nowIso() };
     failedEnv[lane.id] = { reason: c.reason, causeDigest: c.causeDigest };
     deps.log.error(
-      { event: 'run-destination-failed', job: job.id, runId: run.id, destination: lane.id, reason: c.reason, code: c.code, causeDigest: c.causeDigest },
+      {
+        event: 'run-destination-failed',
+        job: job.id,
+        runId: run.id,
+        destination: lane.id,
+        reason: c.reason,
+        code: c.code,
+        causeDigest: c.causeDigest,
+      },
       `run ${run.id}: destination ${lane.id} failed: ${c.reason} [${c.causeDigest}]`,
     );
     return c;
@@ -149,7 +163,8 @@ export async function attemptRun(
     const breakGlass = deps.keys.breakGlass;
     if (!breakGlass) throw new RunError('ERR_RUN_NOT_CONFIGURED', 'no break-glass public key');
     for (const id of destIds) {
-      if (!deps.destinations.has(id)) throw new RunError('ERR_RUN_DESTINATION_UNKNOWN', `destination ${id} is not configured`);
+      if (!deps.destinations.has(id))
+        throw new RunError('ERR_RUN_DESTINATION_UNKNOWN', `destination ${id} is not configured`);
     }
 
     // 2. Source and writers.
@@ -166,7 +181,12 @@ export async function attemptRun(
       const store = deps.destinations.get(id)!;
       const earlier = envelope?.failed[id];
       if (earlier) {
-        dests[id] = { state: 'failed', reason: earlier.reason, causeDigest: earlier.causeDigest, updatedAt: nowIso() };
+        dests[id] = {
+          state: 'failed',
+          reason: earlier.reason,
+          causeDigest: earlier.causeDigest,
+          updatedAt: nowIso(),
+        };
         failedEnv[id] = earlier;
         continue;
       }
@@ -185,8 +205,20 @@ export async function attemptRun(
             onShard: onShardFor(id),
             ...(deps.workers !== undefined ? { workers: deps.workers } : {}),
           });
-          lanes.push({ id, store, writer: r.writer, resume: r.resume, from: r.resume.recordsDone, failed: false });
-          dests[id] = { state: 'writing', shards: r.resume.shardsDone, resumedAt: nowIso(), updatedAt: nowIso() };
+          lanes.push({
+            id,
+            store,
+            writer: r.writer,
+            resume: r.resume,
+            from: r.resume.recordsDone,
+            failed: false,
+          });
+          dests[id] = {
+            state: 'writing',
+            shards: r.resume.shardsDone,
+            resumedAt: nowIso(),
+            updatedAt: nowIso(),
+          };
         } else {
           const writer = await createArchiveWriter({
             store,
@@ -239,7 +271,10 @@ export async function attemptRun(
           const at = index++;
           for (const l of live()) {
             if (l.resume && at === l.from - 1 && l.resume.lastRecordName !== entry.name) {
-              throw new RunError('ERR_RUN_RESUME_DIVERGENT', 'the source no longer lines up with the checkpoint');
+              throw new RunError(
+                'ERR_RUN_RESUME_DIVERGENT',
+                'the source no longer lines up with the checkpoint',
+              );
             }
           }
           if (at < resumeAt) continue;
@@ -286,7 +321,8 @@ export async function attemptRun(
         for (let i = 0; i < results.length; i++) {
           const r = results[i]!;
           if (r.status === 'fulfilled') continue;
-          if (!isDestinationFault(r.reason) || classifyFailure(r.reason).disposition !== 'fail') throw r.reason;
+          if (!isDestinationFault(r.reason) || classifyFailure(r.reason).disposition !== 'fail')
+            throw r.reason;
           targets[i]!.failed = true;
           await targets[i]!.writer.abort().catch(() => undefined);
           failDestination(targets[i]!, r.reason);
@@ -308,7 +344,12 @@ export async function attemptRun(
     for (const l of live()) {
       try {
         const summary = await l.writer.finish();
-        dests[l.id] = { state: 'written', bytes: summary.storedBytes, shards: summary.shards, updatedAt: nowIso() };
+        dests[l.id] = {
+          state: 'written',
+          bytes: summary.storedBytes,
+          shards: summary.shards,
+          updatedAt: nowIso(),
+        };
         sealed.push({ id: l.id, store: l.store });
       } catch (err) {
         if (!isDestinationFault(err) || classifyFailure(err).disposition !== 'fail') throw err;
@@ -467,13 +508,25 @@ class CheckpointSaver {
       });
       await this.deps.state.checkpoints.put(this.runId, this.job, bytes);
       this.deps.log.info(
-        { event: 'run-checkpoint', job: this.job, runId: this.runId, shardsDone: shards, bytes: bytes.length },
+        {
+          event: 'run-checkpoint',
+          job: this.job,
+          runId: this.runId,
+          shardsDone: shards,
+          bytes: bytes.length,
+        },
         `run ${this.runId}: checkpoint saved`,
       );
     } catch (err) {
       const c = classifyFailure(err);
       this.deps.log.warn(
-        { event: 'run-checkpoint-failed', job: this.job, runId: this.runId, code: c.code, causeDigest: c.causeDigest },
+        {
+          event: 'run-checkpoint-failed',
+          job: this.job,
+          runId: this.runId,
+          code: c.code,
+          causeDigest: c.causeDigest,
+        },
         `run ${this.runId}: checkpoint not saved [${c.causeDigest}]`,
       );
     }

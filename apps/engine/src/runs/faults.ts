@@ -73,7 +73,11 @@ export class FaultRegistry {
   /** Arms a fault; returns it. Throws TypeError for an unknown fault or op. */
   arm(spec: FaultSpec): ArmedFault {
     const dest = spec.target === 'destination';
-    if (!(dest ? (DESTINATION_FAULTS as readonly string[]) : (SOURCE_FAULTS as readonly string[])).includes(spec.fault))
+    if (
+      !(dest ? (DESTINATION_FAULTS as readonly string[]) : (SOURCE_FAULTS as readonly string[])).includes(
+        spec.fault,
+      )
+    )
       throw new TypeError('unknown fault');
     const op = spec.op ?? (dest ? 'put' : 'read');
     if (!(dest ? (DESTINATION_OPS as readonly string[]) : (SOURCE_OPS as readonly string[])).includes(op))
@@ -129,7 +133,8 @@ export class FaultRegistry {
 function destinationError(f: ArmedFault, key: string | undefined): ObjectStoreError {
   const code = DEST_CODES[f.fault] ?? 'ERR_OBJECTSTORE_FAULT';
   const storeCode =
-    f.code ?? (f.fault === 'throttle' ? 'SlowDown' : f.fault === 'access-denied' ? 'AccessDenied' : undefined);
+    f.code ??
+    (f.fault === 'throttle' ? 'SlowDown' : f.fault === 'access-denied' ? 'AccessDenied' : undefined);
   return new ObjectStoreError(code, `injected fault (${f.fault})`, {
     ...(storeCode !== undefined ? { storeCode } : {}),
     ...(key !== undefined ? { key } : {}),

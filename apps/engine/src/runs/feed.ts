@@ -60,7 +60,11 @@ export async function* readAhead<T>(
   let done = false;
   try {
     for (;;) {
-      while (!done && queue.length < options.concurrency && (queue.length === 0 || buffered < options.budgetBytes)) {
+      while (
+        !done &&
+        queue.length < options.concurrency &&
+        (queue.length === 0 || buffered < options.budgetBytes)
+      ) {
         const next = await it.next();
         if (next.done) {
           done = true;

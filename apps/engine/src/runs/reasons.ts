@@ -38,7 +38,12 @@ export const REASON_PAGE_CAP =
 export const REASON_NOT_CONFIGURED = 'engine not fully configured';
 export const REASON_RUN_FAILED = 'run failed';
 
-export const HANDOFF_CLASSES = ['invalid-payload', 'worker-spawn-refused', 'do-error', 'unreachable'] as const;
+export const HANDOFF_CLASSES = [
+  'invalid-payload',
+  'worker-spawn-refused',
+  'do-error',
+  'unreachable',
+] as const;
 export type HandoffClass = (typeof HANDOFF_CLASSES)[number];
 
 /** The 21 reasons in the specification's order (`<code>` and `<class>` as placeholders). */
@@ -204,13 +209,18 @@ const BRANCHES: Branch[] = [
   // 1. destination access error
   (e) => {
     const c = codeOf(e);
-    if (DESTINATION_ACCESS_CODES.has(c) || c === 'ERR_RUN_DESTINATION_UNKNOWN') return REASON_DESTINATION_ACCESS;
+    if (DESTINATION_ACCESS_CODES.has(c) || c === 'ERR_RUN_DESTINATION_UNKNOWN')
+      return REASON_DESTINATION_ACCESS;
     if (c === 'ERR_ARCHIVE_DESTINATION') {
       const s = e.storeErrorCode;
       if (s === undefined || (typeof s === 'string' && DESTINATION_ACCESS_CODES.has(s)))
         return REASON_DESTINATION_ACCESS;
     }
-    if (c === 'ERR_RUN_VERIFY_FAILED' && typeof e.verifyCode === 'string' && VERIFY_ACCESS_CODES.has(e.verifyCode))
+    if (
+      c === 'ERR_RUN_VERIFY_FAILED' &&
+      typeof e.verifyCode === 'string' &&
+      VERIFY_ACCESS_CODES.has(e.verifyCode)
+    )
       return REASON_DESTINATION_ACCESS;
     return null;
   },
@@ -228,7 +238,9 @@ const BRANCHES: Branch[] = [
   },
   // 3. runlog write contended: the state store was busy or a concurrent write won.
   (e) =>
-    codeOf(e) === 'ERR_STATE_CONFLICT' || codeOf(e) === 'ERR_STATE_UNAVAILABLE' ? REASON_RUNLOG_CONTENDED : null,
+    codeOf(e) === 'ERR_STATE_CONFLICT' || codeOf(e) === 'ERR_STATE_UNAVAILABLE'
+      ? REASON_RUNLOG_CONTENDED
+      : null,
   // 4.
   (e) => (codeOf(e) === 'ERR_ARCHIVE_TRUNCATED' ? REASON_TRUNCATED : null),
   // 5.

@@ -66,7 +66,10 @@ export async function pruneJob(
     try {
       listed = await listRuns(store, job.id);
     } catch (err) {
-      result.errors.push({ destination: destId, code: String((err as { code?: unknown }).code ?? 'ERR_UNKNOWN') });
+      result.errors.push({
+        destination: destId,
+        code: String((err as { code?: unknown }).code ?? 'ERR_UNKNOWN'),
+      });
       continue;
     }
     const timeOf = (r: { runId: string; lastModified?: Date }) => {
@@ -93,18 +96,33 @@ export async function pruneJob(
         if (rec) {
           await deps.state.runs.update(r.runId, {
             prunedAt: deps.now().toISOString(),
-            destinations: { [destId]: { ...(rec.destinations[destId] ?? {}), state: 'pruned', updatedAt: deps.now().toISOString() } },
+            destinations: {
+              [destId]: {
+                ...(rec.destinations[destId] ?? {}),
+                state: 'pruned',
+                updatedAt: deps.now().toISOString(),
+              },
+            },
           });
         }
       } catch (err) {
-        result.errors.push({ destination: destId, code: String((err as { code?: unknown }).code ?? 'ERR_UNKNOWN') });
+        result.errors.push({
+          destination: destId,
+          code: String((err as { code?: unknown }).code ?? 'ERR_UNKNOWN'),
+        });
       }
     }
   }
   result.pruned = [...prunedHere];
   if (result.pruned.length > 0 || result.errors.length > 0) {
     deps.log.info(
-      { event: 'retention-prune', job: job.id, pruned: result.pruned.length, kept: result.kept, errors: result.errors },
+      {
+        event: 'retention-prune',
+        job: job.id,
+        pruned: result.pruned.length,
+        kept: result.kept,
+        errors: result.errors,
+      },
       `retention: job ${job.id} pruned ${result.pruned.length} run(s)`,
     );
   }

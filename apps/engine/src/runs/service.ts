@@ -28,8 +28,15 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { ObjectStore } from '@coffer/objectstore';
 import type { RunRecord, State } from '@coffer/state';
-import { type AttemptOutcome, attemptRun, type ExecutorDeps, type RunJob, type RunKeys, type RunLogger } from './executor.ts';
-import { FaultRegistry, faultySource, faultyStore } from './faults.ts';
+import {
+  type AttemptOutcome,
+  attemptRun,
+  type ExecutorDeps,
+  type RunJob,
+  type RunKeys,
+  type RunLogger,
+} from './executor.ts';
+import { type FaultRegistry, faultySource, faultyStore } from './faults.ts';
 import { REASON_RUN_FAILED } from './reasons.ts';
 import { deleteRunObjects, type PruneResult, pruneJob } from './retention.ts';
 import { openJobSource, type RunSource } from './source.ts';
@@ -105,7 +112,10 @@ function loadInstanceId(dataDir: string | undefined): string {
 
 /** A new run id: UTC start time to the millisecond, then 8 random hex digits (sortable, path-safe). */
 export function newRunId(now: Date): string {
-  const t = now.toISOString().replace(/[-:.]/g, '').replace(/^(\d{8}T\d{6})(\d{3})Z$/, '$1$2Z');
+  const t = now
+    .toISOString()
+    .replace(/[-:.]/g, '')
+    .replace(/^(\d{8}T\d{6})(\d{3})Z$/, '$1$2Z');
   return `${t}-${randomBytes(4).toString('hex')}`;
 }
 
@@ -204,7 +214,8 @@ export class RunService {
     if (latest && (latest.status === 'running' || latest.status === 'parked'))
       return { kind: 'in-flight', runId: latest.id };
     const lease = await this.o.state.leases.acquire(runLock(job.id), this.holder, this.leaseMs);
-    if (!lease || this.active.has(job.id)) return { kind: 'in-flight', runId: this.active.get(job.id)?.runId ?? null };
+    if (!lease || this.active.has(job.id))
+      return { kind: 'in-flight', runId: this.active.get(job.id)?.runId ?? null };
     let started: RunRecord;
     try {
       // Re-check under the lock: another replica may have run it meanwhile.
@@ -252,18 +263,24 @@ export class RunService {
     const controller = new AbortController();
     let lost = false;
     const name = runLock(job.id);
-    const renew = setInterval(() => {
-      this.o.state.leases.renew(name, this.holder, this.leaseMs).then(
-        (l) => {
-          if (!l && !lost) {
-            lost = true;
-            this.o.log.warn({ event: 'run-lease-lost', job: job.id, runId: run.id }, `run ${run.id}: run lock lost`);
-            controller.abort();
-          }
-        },
-        () => undefined,
-      );
-    }, Math.max(250, Math.floor(this.leaseMs / 3)));
+    const renew = setInterval(
+      () => {
+        this.o.state.leases.renew(name, this.holder, this.leaseMs).then(
+          (l) => {
+            if (!l && !lost) {
+              lost = true;
+              this.o.log.warn(
+                { event: 'run-lease-lost', job: job.id, runId: run.id },
+                `run ${run.id}: run lock lost`,
+              );
+              controller.abort();
+            }
+          },
+          () => undefined,
+        );
+      },
+      Math.max(250, Math.floor(this.leaseMs / 3)),
+    );
     renew.unref();
     const done = (async () => {
       try {
@@ -307,8 +324,14 @@ export class RunService {
     const at = this.now().toISOString();
     switch (outcome.kind) {
       case 'interrupted':
-        await runs.update(run.id, { destinations: outcome.destinations, detail: { interrupted: 'shutdown' } });
-        this.o.log.info({ event: 'run-interrupted', job: job.id, runId: run.id }, `run ${run.id} stopped; resumes on next start`);
+        await runs.update(run.id, {
+          destinations: outcome.destinations,
+          detail: { interrupted: 'shutdown' },
+        });
+        this.o.log.info(
+          { event: 'run-interrupted', job: job.id, runId: run.id },
+          `run ${run.id} stopped; resumes on next start`,
+        );
         return;
       case 'ok':
         await runs.transition(run.id, ['running'], {
@@ -324,7 +347,14 @@ export class RunService {
         });
         await this.o.state.checkpoints.delete(run.id);
         this.o.log.info(
-          { event: 'run-ok', job: job.id, runId: run.id, records: outcome.records, bytes: outcome.bytes, warnings: outcome.warnings },
+          {
+            event: 'run-ok',
+            job: job.id,
+            runId: run.id,
+            records: outcome.records,
+            bytes: outcome.bytes,
+            warnings: outcome.warnings,
+          },
           `run ${run.id} of job ${job.id} ok (sealed and read back verified)`,
         );
         return;
@@ -342,7 +372,14 @@ export class RunService {
         });
         await this.finalCleanup(job, run.id, outcome.destinations);
         this.o.log.error(
-          { event: 'run-failed', job: job.id, runId: run.id, reason: f.reason, code: f.code, causeDigest: f.causeDigest },
+          {
+            event: 'run-failed',
+            job: job.id,
+            runId: run.id,
+            reason: f.reason,
+            code: f.code,
+            causeDigest: f.causeDigest,
+          },
           `run ${run.id} of job ${job.id} failed: ${f.reason} [${f.causeDigest}]`,
         );
         return;
@@ -364,7 +401,15 @@ export class RunService {
           detail: { retryAt, parks, parkedCode: outcome.failure.code, interrupted: null },
         });
         this.o.log.warn(
-          { event: 'run-parked', job: job.id, runId: run.id, code: outcome.failure.code, causeDigest: outcome.failure.causeDigest, retryAt, parks },
+          {
+            event: 'run-parked',
+            job: job.id,
+            runId: run.id,
+            code: outcome.failure.code,
+            causeDigest: outcome.failure.causeDigest,
+            retryAt,
+            parks,
+          },
           `run ${run.id} of job ${job.id} parked (throttled); retry at ${retryAt} [${outcome.failure.causeDigest}]`,
         );
         return;
@@ -385,8 +430,15 @@ export class RunService {
       detail: { retryAt: null, abandoned: why },
     });
     const job = await this.o.state.jobs.get(jobId);
-    await this.finalCleanup((job?.config as unknown as RunJob | undefined) ?? { id: jobId, source: { type: 'files' } }, run.id, run.destinations);
-    this.o.log.warn({ event: 'run-abandoned', job: jobId, runId: run.id, why }, `run ${run.id} of job ${jobId} abandoned (${why})`);
+    await this.finalCleanup(
+      (job?.config as unknown as RunJob | undefined) ?? { id: jobId, source: { type: 'files' } },
+      run.id,
+      run.destinations,
+    );
+    this.o.log.warn(
+      { event: 'run-abandoned', job: jobId, runId: run.id, why },
+      `run ${run.id} of job ${jobId} abandoned (${why})`,
+    );
   }
 
   /** A run that will never continue: drop its checkpoint and the unsealed objects it left. */
@@ -416,7 +468,12 @@ export class RunService {
   /** The light poll: resumes parked and interrupted runs, dispatches due jobs. */
   poll(): Promise<{ dispatched: string[]; resumed: string[]; abandoned: string[]; standDowns: string[] }> {
     return this.serial(async () => {
-      const r = { dispatched: [] as string[], resumed: [] as string[], abandoned: [] as string[], standDowns: [] as string[] };
+      const r = {
+        dispatched: [] as string[],
+        resumed: [] as string[],
+        abandoned: [] as string[],
+        standDowns: [] as string[],
+      };
       if (this.stopped) return r;
       await this.resumeAll(r);
       await this.dispatchDue(r);
@@ -428,10 +485,19 @@ export class RunService {
   tick(reason = 'timer'): Promise<TickRecord | null> {
     return this.serial(async () => {
       if (this.stopped) return null;
-      const lease = await this.o.state.leases.acquire('scheduler.tick', this.holder, Math.max(this.leaseMs, 60_000));
+      const lease = await this.o.state.leases.acquire(
+        'scheduler.tick',
+        this.holder,
+        Math.max(this.leaseMs, 60_000),
+      );
       if (!lease) return null;
       try {
-        const r = { dispatched: [] as string[], resumed: [] as string[], abandoned: [] as string[], standDowns: [] as string[] };
+        const r = {
+          dispatched: [] as string[],
+          resumed: [] as string[],
+          abandoned: [] as string[],
+          standDowns: [] as string[],
+        };
         await this.resumeAll(r);
         await this.dispatchDue(r);
         const pruned = await this.pruneAll(r.standDowns);
@@ -445,7 +511,13 @@ export class RunService {
         };
         await this.o.state.settings.set(TICK_SETTING, record);
         this.o.log.info(
-          { event: 'scheduler-tick', reason, dispatched: r.dispatched.length, resumed: r.resumed.length, standDowns: record.standDowns.length },
+          {
+            event: 'scheduler-tick',
+            reason,
+            dispatched: r.dispatched.length,
+            resumed: r.resumed.length,
+            standDowns: record.standDowns.length,
+          },
           'scheduler tick',
         );
         return record;
@@ -465,16 +537,27 @@ export class RunService {
         standDowns.push(job.id);
         continue;
       }
-      out.push(await pruneJob({ state: this.o.state, destinations: this.destinations, log: this.o.log, now: this.now }, job));
+      out.push(
+        await pruneJob(
+          { state: this.o.state, destinations: this.destinations, log: this.o.log, now: this.now },
+          job,
+        ),
+      );
     }
     return out;
   }
 
   private async standDown(jobId: string, what: 'dispatch' | 'prune'): Promise<void> {
     const key = `${STAND_DOWN_PREFIX}${jobId}`;
-    const prev = ((await this.o.state.settings.get<Record<string, string>>(key)) ?? {}) as Record<string, string>;
+    const prev = ((await this.o.state.settings.get<Record<string, string>>(key)) ?? {}) as Record<
+      string,
+      string
+    >;
     await this.o.state.settings.set(key, { ...prev, [what]: this.now().toISOString() });
-    this.o.log.info({ event: 'job-stand-down', job: jobId, what }, `job ${jobId} is paused: ${what} stands down`);
+    this.o.log.info(
+      { event: 'job-stand-down', job: jobId, what },
+      `job ${jobId} is paused: ${what} stands down`,
+    );
   }
 
   private async dispatchDue(r: { dispatched: string[]; standDowns: string[] }): Promise<void> {
@@ -514,7 +597,8 @@ export class RunService {
           continue;
         }
         const run = await this.o.state.runs.get(c.id);
-        if (!run || (run.status !== 'running' && run.status !== 'parked') || this.active.has(c.jobId)) continue;
+        if (!run || (run.status !== 'running' && run.status !== 'parked') || this.active.has(c.jobId))
+          continue;
         if (!job) {
           await this.abandon(c.jobId, run, 'job deleted');
           r.abandoned.push(run.id);
@@ -526,13 +610,23 @@ export class RunService {
         const strike = run.status === 'running' && d.interrupted !== 'shutdown' ? 1 : 0;
         const strikes = (d.strikes ?? 0) + strike;
         if (strikes >= (this.o.strikeBudget ?? 3) || this.tooOld(run)) {
-          await this.abandon(c.jobId, run, strikes >= (this.o.strikeBudget ?? 3) ? 'strike budget spent' : 'past the give-up age');
+          await this.abandon(
+            c.jobId,
+            run,
+            strikes >= (this.o.strikeBudget ?? 3) ? 'strike budget spent' : 'past the give-up age',
+          );
           r.abandoned.push(run.id);
           continue;
         }
         const resumed = await this.o.state.runs.transition(run.id, ['running', 'parked'], {
           status: 'running',
-          detail: { strikes, interrupted: null, retryAt: null, holder: this.holder, resumedAt: this.now().toISOString() },
+          detail: {
+            strikes,
+            interrupted: null,
+            retryAt: null,
+            holder: this.holder,
+            resumedAt: this.now().toISOString(),
+          },
         });
         if (!resumed) continue;
         this.o.log.info(
@@ -544,7 +638,8 @@ export class RunService {
         r.resumed.push(run.id);
       } finally {
         this.claiming.delete(c.jobId);
-        if (!launched) await this.o.state.leases.release(runLock(c.jobId), this.holder).catch(() => undefined);
+        if (!launched)
+          await this.o.state.leases.release(runLock(c.jobId), this.holder).catch(() => undefined);
       }
     }
   }

@@ -30,7 +30,10 @@ export interface RunSource {
   readonly binding: string;
   readonly namespace: string;
   readonly description: string;
-  enumerate(options?: { pageSize?: number; maxPages?: number }): AsyncIterable<RunSourceRecord | RunSourceSkipped>;
+  enumerate(options?: {
+    pageSize?: number;
+    maxPages?: number;
+  }): AsyncIterable<RunSourceRecord | RunSourceSkipped>;
   read(name: string): Promise<AsyncIterable<Uint8Array>>;
   close(): Promise<void>;
 }
@@ -131,5 +134,6 @@ export function selectorOf(source: JobSource): (name: string) => boolean {
   const exclude = Array.isArray(source.exclude) ? (source.exclude as string[]) : [];
   if (include.length === 0 && exclude.length === 0) return () => true;
   return (name) =>
-    (include.length === 0 || include.some((p) => name.startsWith(p))) && !exclude.some((p) => name.startsWith(p));
+    (include.length === 0 || include.some((p) => name.startsWith(p))) &&
+    !exclude.some((p) => name.startsWith(p));
 }

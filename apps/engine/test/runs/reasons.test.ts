@@ -169,3 +169,13 @@ t.test('cause digests are one-way, stable, and never carry the message', async (
   const c = classifyFailure(e);
   t.notOk(JSON.stringify(c).includes(secret), 'no marker in the classification');
 });
+
+t.test('docs/errors.md lists every run error code in the engine section', async (t) => {
+  const { readFileSync } = await import('node:fs');
+  const { join } = await import('node:path');
+  const { repoRoot } = await import('@coffer/testkit');
+  const { RUN_ERROR_CODES } = await import('../../src/runs/reasons.ts');
+  const doc = readFileSync(join(repoRoot(), 'docs', 'errors.md'), 'utf8');
+  const section = doc.slice(doc.indexOf('## engine (apps/engine)'));
+  for (const code of RUN_ERROR_CODES) t.match(section, `\`${code}\``, `${code} documented`);
+});

@@ -6,7 +6,10 @@ import t from 'tap';
 import { bearer, http, startEngine } from '../helpers/engine.ts';
 import { writeTree } from './helpers/world.ts';
 
-async function engine(t: Tap.Test, extra: Record<string, string> = {}) {
+async function engine(
+  t: { teardown(fn: () => void | Promise<void>): void },
+  extra: Record<string, string> = {},
+) {
   const root = tempDir(t, 'coffer-routes-');
   const bg = generateRecipient();
   const pub = join(root, 'bg.pub');
@@ -19,13 +22,19 @@ async function engine(t: Tap.Test, extra: Record<string, string> = {}) {
     ...extra,
   });
   const get = (path: string) => http(`${started.url}/admin${path}`, { headers: bearer() });
-  const post = (path: string, body: unknown = {}) => http(`${started.url}/admin${path}`, { headers: bearer(), body });
+  const post = (path: string, body: unknown = {}) =>
+    http(`${started.url}/admin${path}`, { headers: bearer(), body });
   return { ...started, source, get, post };
 }
 
 t.test('trigger, history, runs/at, replication, destination, estate size', async (t) => {
   const e = await engine(t);
-  const job = { id: 'docs', cadenceSeconds: 3600, source: { type: 'files', path: e.source }, destinations: ['default', 'offsite'] };
+  const job = {
+    id: 'docs',
+    cadenceSeconds: 3600,
+    source: { type: 'files', path: e.source },
+    destinations: ['default', 'offsite'],
+  };
   t.equal((await e.post('/jobs', job)).status, 200);
   const trig = await e.post('/trigger', { id: 'docs' });
   t.equal(trig.status, 200, trig.text);
@@ -52,7 +61,12 @@ t.test('trigger, history, runs/at, replication, destination, estate size', async
     destinations: { default: { state: 'verified' }, offsite: { state: 'verified' } },
   });
   const all = (await e.get('/history')).json();
-  t.match(all, { runsRecordedTotal: 1, runsRetainedCount: 1, runsRolledOverCount: 0, runlogCounterReset: false });
+  t.match(all, {
+    runsRecordedTotal: 1,
+    runsRetainedCount: 1,
+    runsRolledOverCount: 0,
+    runlogCounterReset: false,
+  });
   t.equal(all.jobs[0].id, 'docs');
 
   const future = new Date(Date.now() + 60_000).toISOString();
@@ -68,7 +82,10 @@ t.test('trigger, history, runs/at, replication, destination, estate size', async
     { id: 'offsite', configured: true, lastVerified: { runId }, verifiedCopies: 1 },
   ]);
   const dests = (await e.get('/destination')).json().destinations;
-  t.same(dests.map((d: { id: string }) => d.id), ['default', 'offsite']);
+  t.same(
+    dests.map((d: { id: string }) => d.id),
+    ['default', 'offsite'],
+  );
   t.same(dests[1].jobs, ['docs']);
   const size = (await e.get('/cost/estate-size')).json();
   t.ok(size.totalBytes > 0);
@@ -88,38 +105,45 @@ t.test('without the flag the test-fault prefix is 404 before authentication', as
   t.equal((await e.get('/test-fault/status')).status, 404, 'also for an owner');
 });
 
-t.test('test faults drive the real engine: throttle parks, access denied fails, stand-down recorded', async (t) => {
-  const e = await engine(t, { HARNESS_TEST_FAULTS: '1' });
-  t.equal((await http(`${e.url}/admin/test-fault/status`)).status, 401, 'authenticated');
-  const job = { id: 'docs', cadenceSeconds: 3600, source: { type: 'files', path: e.source } };
-  await e.post('/jobs', job);
-  const armed = await e.post('/test-fault/arm', { target: 'destination', fault: 'access-denied', times: 0 });
-  t.equal(armed.status, 200, armed.text);
-  await e.post('/trigger', { id: 'docs' });
-  await e.app.runs.idle();
-  let runs = (await e.get('/history?id=docs')).json().runs;
-  t.equal(runs[0].status, 'failed');
-  t.equal(runs[0].reason, 'destination access error');
-  t.match(runs[0].causeDigest, /^[0-9a-f]{12}$/);
-  const logged = e.logs.some((l) => l.includes('"event":"run-failed"') && l.includes(runs[0].causeDigest));
-  t.ok(logged, 'the log line carries the cause digest');
+t.test(
+  'test faults drive the real engine: throttle parks, access denied fails, stand-down recorded',
+  async (t) => {
+    const e = await engine(t, { HARNESS_TEST_FAULTS: '1' });
+    t.equal((await http(`${e.url}/admin/test-fault/status`)).status, 401, 'authenticated');
+    const job = { id: 'docs', cadenceSeconds: 3600, source: { type: 'files', path: e.source } };
+    await e.post('/jobs', job);
+    const armed = await e.post('/test-fault/arm', {
+      target: 'destination',
+      fault: 'access-denied',
+      times: 0,
+    });
+    t.equal(armed.status, 200, armed.text);
+    await e.post('/trigger', { id: 'docs' });
+    await e.app.runs.idle();
+    let runs = (await e.get('/history?id=docs')).json().runs;
+    t.equal(runs[0].status, 'failed');
+    t.equal(runs[0].reason, 'destination access error');
+    t.match(runs[0].causeDigest, /^[0-9a-f]{12}$/);
+    const logged = e.logs.some((l) => l.includes('"event":"run-failed"') && l.includes(runs[0].causeDigest));
+    t.ok(logged, 'the log line carries the cause digest');
 
-  t.equal((await e.post('/test-fault/disarm')).json().disarmed, 1);
-  await e.post('/test-fault/arm', { target: 'destination', fault: 'throttle', times: 1 });
-  await e.post('/trigger', { id: 'docs' });
-  await e.app.runs.idle();
-  runs = (await e.get('/history?id=docs')).json().runs;
-  t.equal(runs[0].status, 'parked');
-  t.match(runs[0].retryAt, /Z$/);
-  t.equal((await e.post('/trigger', { id: 'docs' })).status, 409, 'a parked run is in flight');
+    t.equal((await e.post('/test-fault/disarm')).json().disarmed, 1);
+    await e.post('/test-fault/arm', { target: 'destination', fault: 'throttle', times: 1 });
+    await e.post('/trigger', { id: 'docs' });
+    await e.app.runs.idle();
+    runs = (await e.get('/history?id=docs')).json().runs;
+    t.equal(runs[0].status, 'parked');
+    t.match(runs[0].retryAt, /Z$/);
+    t.equal((await e.post('/trigger', { id: 'docs' })).status, 409, 'a parked run is in flight');
 
-  await e.post('/jobs', { ...job, enabled: false });
-  const tick = (await e.post('/test-fault/canary-tick', { wait: true })).json();
-  t.ok(tick.tick.standDowns.includes('docs'));
-  const ret = (await e.post('/test-fault/retention-tick')).json();
-  t.same(ret.standDowns, ['docs']);
-  const status = (await e.get('/test-fault/status')).json();
-  t.equal(status.lastTick.reason, 'canary-tick');
-  t.equal(status.faults.length, 1);
-  t.equal((await e.post('/test-fault/arm', { target: 'source', fault: 'reject' })).status, 400);
-});
+    await e.post('/jobs', { ...job, enabled: false });
+    const tick = (await e.post('/test-fault/canary-tick', { wait: true })).json();
+    t.ok(tick.tick.standDowns.includes('docs'));
+    const ret = (await e.post('/test-fault/retention-tick')).json();
+    t.same(ret.standDowns, ['docs']);
+    const status = (await e.get('/test-fault/status')).json();
+    t.equal(status.lastTick.reason, 'canary-tick');
+    t.equal(status.faults.length, 1);
+    t.equal((await e.post('/test-fault/arm', { target: 'source', fault: 'reject' })).status, 400);
+  },
+);

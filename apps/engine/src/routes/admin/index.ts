@@ -11,10 +11,10 @@ import cors from '@fastify/cors';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { sendNotFound } from '../../plugins/replies.ts';
 import auditRoutes from '../audit/index.ts';
+import runsRoutes from '../runs/index.ts';
 import supportRoutes from '../support/index.ts';
 import healthRoute from './health.ts';
 import identityRoutes from './identity.ts';
-import runsRoutes from '../runs/index.ts';
 import jobsRoutes from './jobs/index.ts';
 import statusRoutes from './status.ts';
 

@@ -12,11 +12,11 @@
 import type { State } from '@coffer/state';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import { ID_PATTERN } from '../admin/jobs/schema.ts';
 import { REASON_RUN_FAILED } from '../../runs/reasons.ts';
 import type { RunService } from '../../runs/service.ts';
 import { STAND_DOWN_PREFIX } from '../../runs/service.ts';
 import { runObject, runObjects } from '../../runs/view.ts';
+import { ID_PATTERN } from '../admin/jobs/schema.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -57,7 +57,9 @@ export default async function runsRoutes(app: FastifyInstance): Promise<void> {
         case 'started':
           return { ok: true, id: request.body.id, runId: result.runId, status: 'running' };
         case 'in-flight':
-          return reply.code(409).send({ error: 'job has a run in flight', id: request.body.id, runId: result.runId });
+          return reply
+            .code(409)
+            .send({ error: 'job has a run in flight', id: request.body.id, runId: result.runId });
         case 'paused':
           return reply.code(409).send({ error: 'job is paused', id: request.body.id });
         default:
@@ -108,7 +110,8 @@ export default async function runsRoutes(app: FastifyInstance): Promise<void> {
     },
     async (request, reply) => {
       const { job, at } = request.query;
-      if (!job || !new RegExp(ID_PATTERN).test(job)) return reply.code(400).send({ error: 'job is required' });
+      if (!job || !new RegExp(ID_PATTERN).test(job))
+        return reply.code(400).send({ error: 'job is required' });
       if (!at || !RFC3339.test(at) || Number.isNaN(Date.parse(at)))
         return reply.code(400).send({ error: 'at must be an RFC 3339 time' });
       const when = new Date(Date.parse(at)).toISOString();
@@ -134,7 +137,8 @@ export default async function runsRoutes(app: FastifyInstance): Promise<void> {
     async (request, reply) => {
       const all = await state.jobs.list();
       const jobs = request.query.id === undefined ? all : all.filter((j) => j.id === request.query.id);
-      if (request.query.id !== undefined && jobs.length === 0) return reply.code(404).send({ error: 'job not found' });
+      if (request.query.id !== undefined && jobs.length === 0)
+        return reply.code(404).send({ error: 'job not found' });
       const out = [];
       for (const j of jobs) {
         const dests = (j.config.destinations as string[] | undefined) ?? ['default'];
@@ -143,13 +147,22 @@ export default async function runsRoutes(app: FastifyInstance): Promise<void> {
         out.push({
           id: j.id,
           destinations: dests.map((d) => {
-            const verified = ring.find((r) => r.status === 'ok' && r.destinations[d]?.state === 'verified' && r.prunedAt === null);
-            const copies = ring.filter((r) => r.destinations[d]?.state === 'verified' && r.prunedAt === null).length;
+            const verified = ring.find(
+              (r) => r.status === 'ok' && r.destinations[d]?.state === 'verified' && r.prunedAt === null,
+            );
+            const copies = ring.filter(
+              (r) => r.destinations[d]?.state === 'verified' && r.prunedAt === null,
+            ).length;
             return {
               id: d,
               configured: app.runs.stores.has(d),
               latestRun: latest
-                ? { runId: latest.id, status: latest.status, state: latest.destinations[d]?.state ?? 'none', reason: latest.destinations[d]?.reason ?? null }
+                ? {
+                    runId: latest.id,
+                    status: latest.status,
+                    state: latest.destinations[d]?.state ?? 'none',
+                    reason: latest.destinations[d]?.reason ?? null,
+                  }
                 : null,
               lastVerified: verified ? { runId: verified.id, at: verified.finishedAt } : null,
               verifiedCopies: copies,
@@ -178,7 +191,9 @@ export default async function runsRoutes(app: FastifyInstance): Promise<void> {
           default: id === 'default',
           kind: store.description.startsWith('s3://') ? 's3' : 'fs',
           description: store.description,
-          jobs: jobs.filter((j) => ((j.config.destinations as string[] | undefined) ?? ['default']).includes(id)).map((j) => j.id),
+          jobs: jobs
+            .filter((j) => ((j.config.destinations as string[] | undefined) ?? ['default']).includes(id))
+            .map((j) => j.id),
         })),
       };
     },
@@ -264,7 +279,12 @@ export default async function runsRoutes(app: FastifyInstance): Promise<void> {
             id,
             bytes,
             objects,
-            jobs: [...jobs].map(([job, j]) => ({ id: job, bytes: j.bytes, objects: j.objects, runs: j.runs.size })),
+            jobs: [...jobs].map(([job, j]) => ({
+              id: job,
+              bytes: j.bytes,
+              objects: j.objects,
+              runs: j.runs.size,
+            })),
           });
         } catch (err) {
           destinations.push({ id, error: String((err as { code?: unknown }).code ?? 'ERR_UNKNOWN') });
@@ -293,6 +313,7 @@ async function roster(state: State): Promise<{ ghosts: Ghost[]; neverRun: string
     if (!live.has(job)) ghosts.push({ kind: 'stand-down', id: s.key, job });
   }
   const neverRun: string[] = [];
-  for (const j of jobs) if ((await state.runs.listForJob(j.id, { limit: 1 })).length === 0) neverRun.push(j.id);
+  for (const j of jobs)
+    if ((await state.runs.listForJob(j.id, { limit: 1 })).length === 0) neverRun.push(j.id);
   return { ghosts, neverRun, checkedAt: new Date().toISOString() };
 }

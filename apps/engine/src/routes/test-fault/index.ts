@@ -12,7 +12,13 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { roleName } from '../../plugins/auth.ts';
 import { sendForbidden, sendUnauthorised } from '../../plugins/replies.ts';
-import { DESTINATION_FAULTS, DESTINATION_OPS, type FaultSpec, SOURCE_FAULTS, SOURCE_OPS } from '../../runs/faults.ts';
+import {
+  DESTINATION_FAULTS,
+  DESTINATION_OPS,
+  type FaultSpec,
+  SOURCE_FAULTS,
+  SOURCE_OPS,
+} from '../../runs/faults.ts';
 import { TICK_SETTING } from '../../runs/service.ts';
 
 const ArmBody = Type.Object(
@@ -24,11 +30,16 @@ const ArmBody = Type.Object(
     code: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9._-]{1,64}$' })),
     times: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000 })),
     after: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000 })),
-    op: Type.Optional(Type.Union([...new Set([...DESTINATION_OPS, ...SOURCE_OPS])].map((o) => Type.Literal(o)))),
+    op: Type.Optional(
+      Type.Union([...new Set([...DESTINATION_OPS, ...SOURCE_OPS])].map((o) => Type.Literal(o))),
+    ),
   },
   { additionalProperties: false },
 );
-const DisarmBody = Type.Object({ id: Type.Optional(Type.String({ maxLength: 32 })) }, { additionalProperties: false });
+const DisarmBody = Type.Object(
+  { id: Type.Optional(Type.String({ maxLength: 32 })) },
+  { additionalProperties: false },
+);
 const TickBody = Type.Object({ wait: Type.Optional(Type.Boolean()) }, { additionalProperties: false });
 
 export default async function testFaultRoutes(app: FastifyInstance): Promise<void> {
@@ -45,7 +56,14 @@ export default async function testFaultRoutes(app: FastifyInstance): Promise<voi
 
   app.post<{ Body: FaultSpec }>(
     '/arm',
-    { schema: { summary: 'Arm a destination or source fault (test only)', operationId: 'testFaultArm', tags, body: ArmBody } },
+    {
+      schema: {
+        summary: 'Arm a destination or source fault (test only)',
+        operationId: 'testFaultArm',
+        tags,
+        body: ArmBody,
+      },
+    },
     async (request, reply) => {
       try {
         return { ok: true, fault: faults.arm(request.body) };
@@ -57,13 +75,27 @@ export default async function testFaultRoutes(app: FastifyInstance): Promise<voi
 
   app.post<{ Body: { id?: string } }>(
     '/disarm',
-    { schema: { summary: 'Disarm one fault or all (test only)', operationId: 'testFaultDisarm', tags, body: DisarmBody } },
+    {
+      schema: {
+        summary: 'Disarm one fault or all (test only)',
+        operationId: 'testFaultDisarm',
+        tags,
+        body: DisarmBody,
+      },
+    },
     async (request) => ({ ok: true, disarmed: faults.disarm(request.body?.id) }),
   );
 
   app.post<{ Body: { wait?: boolean } }>(
     '/canary-tick',
-    { schema: { summary: 'Run the reconciliation tick now (test only)', operationId: 'testFaultCanaryTick', tags, body: Type.Optional(TickBody) } },
+    {
+      schema: {
+        summary: 'Run the reconciliation tick now (test only)',
+        operationId: 'testFaultCanaryTick',
+        tags,
+        body: Type.Optional(TickBody),
+      },
+    },
     async (request) => {
       const tick = await app.runs.tick('canary-tick');
       if (request.body?.wait) await app.runs.idle();
@@ -73,7 +105,14 @@ export default async function testFaultRoutes(app: FastifyInstance): Promise<voi
 
   app.post<{ Body: { wait?: boolean } }>(
     '/retention-tick',
-    { schema: { summary: 'Apply retention now (test only)', operationId: 'testFaultRetentionTick', tags, body: Type.Optional(TickBody) } },
+    {
+      schema: {
+        summary: 'Apply retention now (test only)',
+        operationId: 'testFaultRetentionTick',
+        tags,
+        body: Type.Optional(TickBody),
+      },
+    },
     async () => {
       const standDowns: string[] = [];
       const pruned = await app.runs.pruneAll(standDowns);
@@ -83,7 +122,13 @@ export default async function testFaultRoutes(app: FastifyInstance): Promise<voi
 
   app.get(
     '/status',
-    { schema: { summary: 'Armed faults and scheduler state (test only)', operationId: 'testFaultStatus', tags } },
+    {
+      schema: {
+        summary: 'Armed faults and scheduler state (test only)',
+        operationId: 'testFaultStatus',
+        tags,
+      },
+    },
     async () => ({
       faults: faults.list(),
       lastTick: (await app.engine.state.settings.get(TICK_SETTING)) ?? null,

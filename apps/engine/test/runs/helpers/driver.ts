@@ -48,7 +48,13 @@ const service = createRunService({
   },
 });
 const jobId = env.DRIVER_JOB ?? 'big';
-const job = { id: jobId, cadenceSeconds: 3600, enabled: true, source: { type: 'files', path: env.DRIVER_SOURCE_DIR! }, destinations: ['default'] };
+const job = {
+  id: jobId,
+  cadenceSeconds: 3600,
+  enabled: true,
+  source: { type: 'files', path: env.DRIVER_SOURCE_DIR! },
+  destinations: ['default'],
+};
 const mode = env.DRIVER_MODE ?? 'trigger';
 
 async function settled(): Promise<void> {
@@ -73,12 +79,16 @@ if (mode === 'trigger') {
   const barrier = env.DRIVER_BARRIER_DIR!;
   mkdirSync(barrier, { recursive: true });
   writeFileSync(join(barrier, `${process.pid}`), 'ready');
-  while (readdirSync(barrier).length < Number(env.DRIVER_BARRIER_COUNT ?? 2)) await new Promise((r) => setTimeout(r, 5));
+  while (readdirSync(barrier).length < Number(env.DRIVER_BARRIER_COUNT ?? 2))
+    await new Promise((r) => setTimeout(r, 5));
   print({ event: 'driver-trigger', result: await service.trigger(jobId) });
   await service.idle();
 }
 await service.stop();
 const runs = await state.runs.listForJob(jobId);
-print({ event: 'driver-done', runs: runs.map((r) => ({ id: r.id, status: r.status, reason: r.reason, detail: r.detail })) });
+print({
+  event: 'driver-done',
+  runs: runs.map((r) => ({ id: r.id, status: r.status, reason: r.reason, detail: r.detail })),
+});
 await state.close();
 process.exit(0);

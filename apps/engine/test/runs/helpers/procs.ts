@@ -25,7 +25,9 @@ export function makeKeys(dir: string): { breakGlassSecret: Uint8Array } {
   const op = generateRecipient();
   const bg = generateRecipient();
   writeFileSync(join(dir, 'signer.key'), encodeKeyFile('signer-secret', signer.secretKey), { mode: 0o600 });
-  writeFileSync(join(dir, 'operational.key'), encodeKeyFile('recipient-secret', op.secretKey), { mode: 0o600 });
+  writeFileSync(join(dir, 'operational.key'), encodeKeyFile('recipient-secret', op.secretKey), {
+    mode: 0o600,
+  });
   writeFileSync(join(dir, 'breakglass.pub'), encodeKeyFile('recipient-public', bg.publicKey));
   return { breakGlassSecret: bg.secretKey };
 }
@@ -33,7 +35,10 @@ export function makeKeys(dir: string): { breakGlassSecret: Uint8Array } {
 type Line = Record<string, unknown>;
 
 export function startDriver(env: Record<string, string>, onLine: (l: Line, child: ChildProcess) => void) {
-  const child = spawn(process.execPath, [DRIVER], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [DRIVER], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const lines: Line[] = [];
   createInterface({ input: child.stdout! }).on('line', (text) => {
     let l: Line;
@@ -50,4 +55,3 @@ export function startDriver(env: Record<string, string>, onLine: (l: Line, child
   );
   return { child, lines, exit };
 }
-
