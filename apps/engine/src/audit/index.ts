@@ -180,7 +180,10 @@ export async function recordStartFacts(
     }
     await state.settings.set(SECRETS_SETTING, next);
   } catch (err) {
-    log.error({ audit: 'start-facts-failed', code: (err as { code?: string }).code }, 'start facts not recorded');
+    log.error(
+      { audit: 'start-facts-failed', code: (err as { code?: string }).code },
+      'start facts not recorded',
+    );
   }
 }
 

@@ -42,7 +42,11 @@ function destinationKind(description: string): string {
 }
 
 /** One browser error scrubbed: URLs cut to their origin; anything secret-looking redacted; bounded. */
-export function scrubBrowserError(e: BrowserErrorInput): { message: string; at: string | null; source: string | null } {
+export function scrubBrowserError(e: BrowserErrorInput): {
+  message: string;
+  at: string | null;
+  source: string | null;
+} {
   const clean = (text: string | undefined, max: number): string | null => {
     if (text === undefined) return null;
     let s = text.replace(/[\p{Cc}\p{Cf}]/gu, ' ');
@@ -92,7 +96,8 @@ export async function buildSupportDocument(
     .sort((a, b) => b.seq - a.seq)
     .slice(0, RECENT_FAILURES);
   const reasons: Record<string, number> = {};
-  for (const r of failures) count(reasons, r.reason !== null && isFailureReason(r.reason) ? r.reason : 'other');
+  for (const r of failures)
+    count(reasons, r.reason !== null && isFailureReason(r.reason) ? r.reason : 'other');
   const counters = await state.runs.counters();
   const destinationKinds: Record<string, number> = {};
   for (const store of ctx.destinations.values()) count(destinationKinds, destinationKind(store.description));

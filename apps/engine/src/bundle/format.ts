@@ -20,11 +20,11 @@
 import {
   canonicalJsonBytes,
   fingerprint,
+  fromBase64Url,
   open,
   seal,
   sign,
   toBase64Url,
-  fromBase64Url,
   verify,
 } from '@coffer/crypto';
 

@@ -17,7 +17,7 @@ import { type BrowserErrorInput, buildSupportDocument } from './document.ts';
 import { makeBundle, SEALED_KIND, type SupportBundle } from './format.ts';
 
 export type { BrowserErrorInput } from './document.ts';
-export { MAX_BROWSER_ERRORS, MAX_BROWSER_ERROR_BYTES } from './document.ts';
+export { MAX_BROWSER_ERROR_BYTES, MAX_BROWSER_ERRORS } from './document.ts';
 export * from './format.ts';
 
 /** Generates a bundle; returns it with the facts the audit event records. Throws state errors. */
@@ -25,7 +25,10 @@ export async function generateBundle(
   ctx: EngineContext,
   headSeq: number,
   browserErrors?: BrowserErrorInput[],
-): Promise<{ bundle: SupportBundle; facts: { kind: string; signed: boolean; sealed: boolean; browserErrors: number } }> {
+): Promise<{
+  bundle: SupportBundle;
+  facts: { kind: string; signed: boolean; sealed: boolean; browserErrors: number };
+}> {
   const document = await buildSupportDocument(ctx, headSeq, browserErrors);
   const signer = ctx.keys.signer ?? null;
   const bundle = await makeBundle(document, signer, ctx.keys.support?.publicKey ?? null);

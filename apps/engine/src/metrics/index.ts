@@ -53,9 +53,24 @@ function finishedMs(run: RunRecord): number | null {
 export function createEngineMetrics(ctx: EngineContext): EngineMetrics {
   const registry = new Registry();
   const reg = { registers: [registry] };
-  const info = new Gauge({ name: 'coffer_engine_info', help: 'Engine build information', labelNames: ['version'], ...reg });
-  const jobs = new Gauge({ name: 'coffer_jobs', help: 'Configured jobs by state', labelNames: ['state'], ...reg });
-  const runs = new Gauge({ name: 'coffer_runs', help: 'Retained runs by status', labelNames: ['status'], ...reg });
+  const info = new Gauge({
+    name: 'coffer_engine_info',
+    help: 'Engine build information',
+    labelNames: ['version'],
+    ...reg,
+  });
+  const jobs = new Gauge({
+    name: 'coffer_jobs',
+    help: 'Configured jobs by state',
+    labelNames: ['state'],
+    ...reg,
+  });
+  const runs = new Gauge({
+    name: 'coffer_runs',
+    help: 'Retained runs by status',
+    labelNames: ['status'],
+    ...reg,
+  });
   const recorded = new Counter({ name: 'coffer_runs_recorded_total', help: 'Runs ever recorded', ...reg });
   const duration = new Histogram({
     name: 'coffer_run_duration_seconds',
@@ -63,7 +78,12 @@ export function createEngineMetrics(ctx: EngineContext): EngineMetrics {
     buckets: DURATION_BUCKETS,
     ...reg,
   });
-  const bytes = new Gauge({ name: 'coffer_bytes_sealed', help: "Bytes sealed by the job's retained ok runs", labelNames: ['job'], ...reg });
+  const bytes = new Gauge({
+    name: 'coffer_bytes_sealed',
+    help: "Bytes sealed by the job's retained ok runs",
+    labelNames: ['job'],
+    ...reg,
+  });
   const age = new Gauge({
     name: 'coffer_last_success_age_seconds',
     help: "Seconds since the job's latest successful run finished",
@@ -124,7 +144,14 @@ export function createEngineMetrics(ctx: EngineContext): EngineMetrics {
     recorded.inc(counters.runsRecordedTotal);
     for (const [id, store] of ctx.destinations) {
       const state = latestDest.get(id)?.state ?? 'unknown';
-      destination.set({ destination: id, kind: kindOf(store.description), state: /^[a-z-]{1,32}$/.test(state) ? state : 'other' }, 1);
+      destination.set(
+        {
+          destination: id,
+          kind: kindOf(store.description),
+          state: /^[a-z-]{1,32}$/.test(state) ? state : 'other',
+        },
+        1,
+      );
     }
     head.set(seq);
     deliveries.set({ outcome: 'accepted' }, ring.filter((d) => d.accepted).length);

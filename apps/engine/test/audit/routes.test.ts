@@ -20,8 +20,19 @@ t.test('mutations and refusals are in the chain; list, export, verify, tamper', 
   const e = await startEngine(t);
   const auth = bearer();
   t.equal((await http(`${e.url}/admin/jobs`, { headers: auth, body: job('alpha') })).status, 200);
-  t.equal((await http(`${e.url}/admin/jobs`, { headers: auth, body: job('alpha', { ifMatchRev: 7 }) })).status, 409);
-  t.equal((await http(`${e.url}/admin/jobs/bulk`, { headers: auth, body: { jobs: [job('b1'), job('b2'), { id: 'bad' }] } })).status, 200);
+  t.equal(
+    (await http(`${e.url}/admin/jobs`, { headers: auth, body: job('alpha', { ifMatchRev: 7 }) })).status,
+    409,
+  );
+  t.equal(
+    (
+      await http(`${e.url}/admin/jobs/bulk`, {
+        headers: auth,
+        body: { jobs: [job('b1'), job('b2'), { id: 'bad' }] },
+      })
+    ).status,
+    200,
+  );
   t.equal((await http(`${e.url}/admin/jobs/delete`, { headers: auth, body: { id: 'b1' } })).status, 200);
   t.equal((await http(`${e.url}/admin/jobs/delete`, { headers: auth, body: { id: 'b1' } })).status, 409);
 
@@ -31,13 +42,23 @@ t.test('mutations and refusals are in the chain; list, export, verify, tamper', 
   t.equal(page.kind, 'engine-audit-list');
   const actions = page.events.map((ev: { action: string }) => ev.action);
   // The invalid bulk item never reaches a write, so it has no job-upsert event of its own.
-  t.same(actions.slice(0, 7), ['job-delete', 'job-delete', 'job-bulk', 'job-upsert', 'job-upsert', 'job-upsert', 'job-upsert']);
+  t.same(actions.slice(0, 7), [
+    'job-delete',
+    'job-delete',
+    'job-bulk',
+    'job-upsert',
+    'job-upsert',
+    'job-upsert',
+    'job-upsert',
+  ]);
   t.ok(actions.includes('engine-version-change'), 'start-up wrote the version');
   t.ok(actions.includes('engine-secret-present'), 'start-up wrote the admin token presence');
   const secretEv = page.events.find((ev: { action: string }) => ev.action === 'engine-secret-present');
   t.same(secretEv.detail, { variable: 'ADMIN_TOKEN', present: true });
   t.equal(page.headSeq, page.events[0].seq);
-  const refused = page.events.find((ev: { action: string; outcome: string }) => ev.action === 'job-upsert' && ev.outcome === 'refused');
+  const refused = page.events.find(
+    (ev: { action: string; outcome: string }) => ev.action === 'job-upsert' && ev.outcome === 'refused',
+  );
   t.equal(refused.detail.reason, 'base-moved');
   t.equal(refused.actor.method, 'admin-token');
   t.equal(refused.role, 'owner');
@@ -49,7 +70,9 @@ t.test('mutations and refusals are in the chain; list, export, verify, tamper', 
   t.equal(deletes.count, 2);
   const small = (await http(`${e.url}/admin/audit?limit=2`, { headers: auth })).json();
   t.equal(small.count, 2);
-  const next = (await http(`${e.url}/admin/audit?limit=2&beforeSeq=${small.nextBeforeSeq}`, { headers: auth })).json();
+  const next = (
+    await http(`${e.url}/admin/audit?limit=2&beforeSeq=${small.nextBeforeSeq}`, { headers: auth })
+  ).json();
   t.equal(next.events[0].seq, small.events[1].seq - 1);
   t.equal((await http(`${e.url}/admin/audit?since=yesterday`, { headers: auth })).status, 400);
   const future = (await http(`${e.url}/admin/audit?since=2999-01-01T00:00:00Z`, { headers: auth })).json();

@@ -13,7 +13,10 @@ import { ADMIN_TOKEN, bearer, http } from '../helpers/engine.ts';
 const MAIN = join(import.meta.dirname, '..', '..', 'src', 'main.ts');
 const PER_ENGINE = 40;
 
-function startProcess(t: Tap.Test, env: Record<string, string>): Promise<{ url: string; child: ChildProcess }> {
+function startProcess(
+  t: { teardown(fn: () => Promise<void>): void },
+  env: Record<string, string>,
+): Promise<{ url: string; child: ChildProcess }> {
   const child = spawn(process.execPath, [MAIN], {
     env: { ...process.env, ...env, HOST: '127.0.0.1', PORT: '0', ADMIN_TOKEN, ENGINE_LOG_LEVEL: 'info' },
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -71,7 +74,11 @@ t.test('two engine processes on one PostgreSQL keep one linear chain', async (t)
 
   const exported = (await http(`${a.url}/admin/audit/export`, { headers: auth })).json();
   const seqs = exported.events.map((e: { seq: number }) => e.seq);
-  t.same(seqs, Array.from({ length: exported.headSeq }, (_, i) => i + 1), 'seq 1..head, no gaps, no duplicates');
+  t.same(
+    seqs,
+    Array.from({ length: exported.headSeq }, (_, i) => i + 1),
+    'seq 1..head, no gaps, no duplicates',
+  );
   const upserts = exported.events.filter((e: { action: string }) => e.action === 'job-upsert');
   t.equal(upserts.length, 2 * PER_ENGINE, 'every write has its event');
   t.equal(new Set(upserts.map((e: { target: string }) => e.target)).size, 2 * PER_ENGINE);

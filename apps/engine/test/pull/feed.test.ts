@@ -80,7 +80,8 @@ t.test('feed consumer, parameter rules, rate window', async (t) => {
 
   await t.test('120 pulls per 60 s per credential, then 429 with Retry-After', async (t) => {
     const fresh = await mint(e.url, 'audit-feed'); // a new client id: a new window
-    const go = () => http(`${e.url}/support/audit-feed?limit=1`, { headers: { authorization: `Bearer ${fresh}` } });
+    const go = () =>
+      http(`${e.url}/support/audit-feed?limit=1`, { headers: { authorization: `Bearer ${fresh}` } });
     let ok = 0;
     for (let i = 0; i < 120; i++) if ((await go()).status === 200) ok++;
     t.equal(ok, 120);
@@ -100,7 +101,9 @@ t.test('feed consumer, parameter rules, rate window', async (t) => {
     const other = await mint(e.url, 'metrics');
     t.equal((await http(`${e.url}/metrics`, { headers: { authorization: `Bearer ${other}` } })).status, 200);
     // A wrong credential is still 401, never 429.
-    const wrong = await http(`${e.url}/support/audit-feed`, { headers: { authorization: 'Bearer dpc_x.dps_y' } });
+    const wrong = await http(`${e.url}/support/audit-feed`, {
+      headers: { authorization: 'Bearer dpc_x.dps_y' },
+    });
     t.equal(wrong.status, 401);
   });
 });

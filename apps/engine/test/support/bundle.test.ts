@@ -51,12 +51,22 @@ t.test('the four bundle states open with coffer-recover', async (t) => {
     t.same([out.signed, out.sealed, out.document.jobs.total], [signed, sealed, 2], `${name}: CLI result`);
     if (!signed) {
       t.match(r.stderr, /unsigned/, `${name}: unsigned note`);
-      const pinned = cli(['bundle', 'open', '--pin-signer', `sha384:${'0'.repeat(96)}`, ...(sealed ? ['--key', keyFile] : []), file]);
+      const pinned = cli([
+        'bundle',
+        'open',
+        '--pin-signer',
+        `sha384:${'0'.repeat(96)}`,
+        ...(sealed ? ['--key', keyFile] : []),
+        file,
+      ]);
       t.equal(pinned.code, 3, `${name}: a pin demands a signature`);
     }
   }
   // A forged document under a valid-looking signature fails (exit 3).
-  const good = (await makeBundle(doc, signer, null)) as Extract<SupportBundle, { kind: 'engine-support-bundle-signed' }>;
+  const good = (await makeBundle(doc, signer, null)) as Extract<
+    SupportBundle,
+    { kind: 'engine-support-bundle-signed' }
+  >;
   const forged = { ...good, document: { ...doc, jobs: { total: 3 } } };
   writeFileSync(join(dir, 'forged.json'), JSON.stringify(forged));
   t.equal(cli(['bundle', 'open', join(dir, 'forged.json')]).code, 3, 'forged document');
@@ -76,10 +86,16 @@ t.test('the engine seals to the vendor key; the CLI unseals and verifies', async
   const otherFile = join(dir, 'other.key');
   writeFileSync(keyFile, encodeKeyFile('recipient-secret', vendor.secretKey), { mode: 0o600 });
   writeFileSync(otherFile, encodeKeyFile('recipient-secret', other.secretKey), { mode: 0o600 });
-  const e = await startEngine(t, { ENGINE_SUPPORT_PUBLIC_KEY: encodeKeyFile('recipient-public', vendor.publicKey) });
+  const e = await startEngine(t, {
+    ENGINE_SUPPORT_PUBLIC_KEY: encodeKeyFile('recipient-public', vendor.publicKey),
+  });
   await http(`${e.url}/admin/jobs`, {
     headers: admin,
-    body: { id: 'customer-acme-payroll', cadenceSeconds: 3600, source: { type: 'files', path: '/srv/acme/payroll' } },
+    body: {
+      id: 'customer-acme-payroll',
+      cadenceSeconds: 3600,
+      source: { type: 'files', path: '/srv/acme/payroll' },
+    },
   });
   const support = (await http(`${e.url}/admin/support`, { headers: admin })).json();
   t.same(support.vendorSealingKey.present, true);
@@ -110,22 +126,37 @@ t.test('the engine seals to the vendor key; the CLI unseals and verifies', async
 
   t.equal(cli(['bundle', 'open', '--key', otherFile, file]).code, 4, 'another key: exit 4');
   t.equal(cli(['bundle', 'open', file]).code, 2, 'sealed without --key: usage');
-  t.equal(cli(['bundle', 'open', '--key', keyFile, '--pin-signer', `sha384:${'a'.repeat(96)}`, file]).code, 8, 'pin mismatch');
+  t.equal(
+    cli(['bundle', 'open', '--key', keyFile, '--pin-signer', `sha384:${'a'.repeat(96)}`, file]).code,
+    8,
+    'pin mismatch',
+  );
   const capsule = fromBase64Url(bundle.capsule);
   capsule[capsule.length - 5]! ^= 1;
   writeFileSync(join(dir, 'tampered.json'), JSON.stringify({ ...bundle, capsule: toBase64Url(capsule) }));
   t.equal(cli(['bundle', 'open', '--key', keyFile, join(dir, 'tampered.json')]).code, 3, 'tampered capsule');
 
   // The pull endpoint serves the same kind of bundle; both generations are audited.
-  const cred = (await http(`${e.url}/admin/support/credentials`, { headers: admin, body: { scope: 'diagnostics' } })).json();
-  const pulled = await http(`${e.url}/support/diagnostics`, { headers: { authorization: `Bearer ${cred.credential}` } });
+  const cred = (
+    await http(`${e.url}/admin/support/credentials`, { headers: admin, body: { scope: 'diagnostics' } })
+  ).json();
+  const pulled = await http(`${e.url}/support/diagnostics`, {
+    headers: { authorization: `Bearer ${cred.credential}` },
+  });
   t.equal(pulled.status, 200);
   t.equal(pulled.json().kind, 'engine-support-bundle-sealed');
-  const events = (await http(`${e.url}/admin/audit?action=support-bundle-generate`, { headers: admin })).json().events;
+  const events = (
+    await http(`${e.url}/admin/audit?action=support-bundle-generate`, { headers: admin })
+  ).json().events;
   t.equal(events.length, 2);
   t.equal(events[0].actor.method, 'pull-credential');
   t.equal(events[0].actor.subject, 'pull:diagnostics');
-  t.same(events[1].detail, { kind: 'engine-support-bundle-sealed', signed: true, sealed: true, browserErrors: 0 });
+  t.same(events[1].detail, {
+    kind: 'engine-support-bundle-sealed',
+    signed: true,
+    sealed: true,
+    browserErrors: 0,
+  });
 });
 
 t.test('POST folds in a scrubbed, bounded browser error ring; oversize is refused unread', async (t) => {
@@ -133,7 +164,10 @@ t.test('POST folds in a scrubbed, bounded browser error ring; oversize is refuse
   const post = (body: unknown) => http(`${e.url}/admin/support/bundle`, { headers: admin, body });
   const r = await post({
     browserErrors: [
-      { message: 'fetch failed https://user:hunter2pass@console.example.com/admin/jobs?token=abc#x', at: '2025-01-02T03:04:05Z' },
+      {
+        message: 'fetch failed https://user:hunter2pass@console.example.com/admin/jobs?token=abc#x',
+        at: '2025-01-02T03:04:05Z',
+      },
       { message: 'TypeError: x is undefined', source: 'https://console.example.com/app.js?v=1' },
       { message: 'leaked Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.abcdefghijklmnopqrstu' },
     ],
@@ -150,7 +184,10 @@ t.test('POST folds in a scrubbed, bounded browser error ring; oversize is refuse
   t.notMatch(JSON.stringify(errors), /hunter2|eyJhbGci|token=abc/);
   t.equal((await openBundle(bundle)).signed, true, 'the signature covers the folded ring');
   // Discarded after: the next bundle has none.
-  t.equal((await http(`${e.url}/admin/support/bundle`, { headers: admin })).json().document.browserErrors, undefined);
+  t.equal(
+    (await http(`${e.url}/admin/support/bundle`, { headers: admin })).json().document.browserErrors,
+    undefined,
+  );
 
   const many = Array.from({ length: 51 }, (_, i) => ({ message: `e${i}` }));
   t.equal((await post({ browserErrors: many })).status, 400, 'more than 50 entries');
@@ -162,5 +199,9 @@ t.test('POST folds in a scrubbed, bounded browser error ring; oversize is refuse
   });
   t.equal(huge.status, 413, 'oversize body refused before it is read');
   t.same(huge.json(), { error: 'request body too large' });
-  t.equal((await http(`${e.url}/admin/support/bundle`, { method: 'POST', body: {} })).status, 401, 'authentication first');
+  t.equal(
+    (await http(`${e.url}/admin/support/bundle`, { method: 'POST', body: {} })).status,
+    401,
+    'authentication first',
+  );
 });

@@ -38,10 +38,16 @@ t.test('pull credentials', async (t) => {
   const admin = bearer();
 
   await t.test('owner only; refusals are audited', async (t) => {
-    const r = await http(`${e.url}/admin/support/credentials`, { headers: await as(VIEWER), body: { scope: 'metrics' } });
+    const r = await http(`${e.url}/admin/support/credentials`, {
+      headers: await as(VIEWER),
+      body: { scope: 'metrics' },
+    });
     t.equal(r.status, 403);
     t.same(r.json(), { error: 'forbidden', required: 'owner', have: 'viewer' });
-    const d = await http(`${e.url}/admin/support/credentials/delete`, { headers: await as(VIEWER), body: { scope: 'metrics' } });
+    const d = await http(`${e.url}/admin/support/credentials/delete`, {
+      headers: await as(VIEWER),
+      body: { scope: 'metrics' },
+    });
     t.equal(d.status, 403);
     const j = await http(`${e.url}/admin/jobs`, {
       headers: await as(VIEWER),
@@ -58,12 +64,20 @@ t.test('pull credentials', async (t) => {
     t.equal(refusals[0].actor.email, 'viewer@example.com');
     t.equal(refusals[0].actor.method, 'perimeter-jwt');
     t.equal(refusals[0].role, 'viewer');
-    t.equal((await http(`${e.url}/admin/support/credentials`, { headers: admin, body: { scope: 'nope' } })).status, 400);
+    t.equal(
+      (await http(`${e.url}/admin/support/credentials`, { headers: admin, body: { scope: 'nope' } })).status,
+      400,
+    );
   });
 
   await t.test('shapes, lifetimes, grantedBy, replacement', async (t) => {
     const start = Date.now();
-    const m = (await http(`${e.url}/admin/support/credentials`, { headers: await as(OWNER), body: { scope: 'diagnostics' } })).json();
+    const m = (
+      await http(`${e.url}/admin/support/credentials`, {
+        headers: await as(OWNER),
+        body: { scope: 'diagnostics' },
+      })
+    ).json();
     t.match(m.clientId, /^dpc_[A-Za-z0-9_-]{22}$/);
     t.match(m.secret, /^dps_[A-Za-z0-9_-]{32}$/, '24 random bytes, base64url');
     t.equal(m.credential, `${m.clientId}.${m.secret}`);
@@ -83,19 +97,27 @@ t.test('pull credentials', async (t) => {
       ['metrics', 120.9, 120],
     ];
     for (const [scope, lifetimeSeconds, want] of cases) {
-      const r = (await http(`${e.url}/admin/support/credentials`, { headers: admin, body: { scope, lifetimeSeconds } })).json();
+      const r = (
+        await http(`${e.url}/admin/support/credentials`, { headers: admin, body: { scope, lifetimeSeconds } })
+      ).json();
       t.equal(r.lifetimeSeconds, want, `${scope} ${lifetimeSeconds}`);
       t.equal(r.grantedBy, null, 'bare token grants have no email');
     }
-    const again = (await http(`${e.url}/admin/support/credentials`, { headers: admin, body: { scope: 'diagnostics' } })).json();
+    const again = (
+      await http(`${e.url}/admin/support/credentials`, { headers: admin, body: { scope: 'diagnostics' } })
+    ).json();
     t.equal(again.replaced, true);
-    const old = await http(`${e.url}/support/diagnostics`, { headers: { authorization: `Bearer ${m.credential}` } });
+    const old = await http(`${e.url}/support/diagnostics`, {
+      headers: { authorization: `Bearer ${m.credential}` },
+    });
     t.equal(old.status, 401, 'the replaced credential stopped working');
   });
 
   await t.test('presentation failures are 401 JSON; a credential reaches only its read', async (t) => {
     const mint = async (scope: string, lifetimeSeconds?: number) =>
-      (await http(`${e.url}/admin/support/credentials`, { headers: admin, body: { scope, lifetimeSeconds } })).json();
+      (
+        await http(`${e.url}/admin/support/credentials`, { headers: admin, body: { scope, lifetimeSeconds } })
+      ).json();
     const feed = await mint('audit-feed');
     const metrics = await mint('metrics');
     const get = (path: string, authorization?: string) =>
@@ -106,7 +128,11 @@ t.test('pull credentials', async (t) => {
       ['not bearer', `Basic ${feed.credential}`, '/support/audit-feed'],
       ['no dot', `Bearer ${feed.clientId}${feed.secret}`, '/support/audit-feed'],
       ['client id mismatch', `Bearer dpc_AAAAAAAAAAAAAAAAAAAAAA.${feed.secret}`, '/support/audit-feed'],
-      ['secret prefix', `Bearer ${feed.clientId}.${feed.secret.replace('dps_', 'dpx_')}`, '/support/audit-feed'],
+      [
+        'secret prefix',
+        `Bearer ${feed.clientId}.${feed.secret.replace('dps_', 'dpx_')}`,
+        '/support/audit-feed',
+      ],
       ['secret mismatch', `Bearer ${feed.clientId}.${feed.secret.slice(0, -2)}AA`, '/support/audit-feed'],
       ['secret with extra dot part', `Bearer ${feed.clientId}.${feed.secret}.x`, '/support/audit-feed'],
       ['admin token', `Bearer ${admin.authorization.slice(7)}`, '/support/audit-feed'],
@@ -125,13 +151,32 @@ t.test('pull credentials', async (t) => {
     // Expired: a grant whose expiry passed (written directly, as time would).
     const short = await mint('diagnostics');
     const g = (await e.app.engine.state.credentials.get('diagnostics'))!;
-    await e.app.engine.state.credentials.replace({ ...g, expiresAt: new Date(Date.now() - 1000).toISOString() });
+    await e.app.engine.state.credentials.replace({
+      ...g,
+      expiresAt: new Date(Date.now() - 1000).toISOString(),
+    });
     const expired = await get('/support/diagnostics', `Bearer ${short.credential}`);
     t.equal(expired.status, 401, 'expired');
     // Revoked: no grant for the scope.
-    t.equal((await http(`${e.url}/admin/support/credentials/delete`, { headers: admin, body: { scope: 'metrics' } })).json().revoked, true);
+    t.equal(
+      (
+        await http(`${e.url}/admin/support/credentials/delete`, {
+          headers: admin,
+          body: { scope: 'metrics' },
+        })
+      ).json().revoked,
+      true,
+    );
     t.equal((await get('/metrics', `Bearer ${metrics.credential}`)).status, 401, 'revoked');
-    t.equal((await http(`${e.url}/admin/support/credentials/delete`, { headers: admin, body: { scope: 'metrics' } })).json().revoked, false);
+    t.equal(
+      (
+        await http(`${e.url}/admin/support/credentials/delete`, {
+          headers: admin,
+          body: { scope: 'metrics' },
+        })
+      ).json().revoked,
+      false,
+    );
     // Wrong methods and sub-paths are 404 before any credential check.
     for (const [method, path] of [
       ['POST', '/support/audit-feed'],
@@ -142,15 +187,27 @@ t.test('pull credentials', async (t) => {
       ['GET', '/support'],
       ['GET', '/metrics/x'],
     ]) {
-      const r = await fetch(`${e.url}${path}`, { method, headers: { authorization: `Bearer ${feed.credential}` } });
+      const r = await fetch(`${e.url}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${feed.credential}` },
+      });
       t.equal(r.status, 404, `${method} ${path}`);
     }
   });
 
   await t.test('console view: redacted state and the pull trail', async (t) => {
-    const feed = (await http(`${e.url}/admin/support/credentials`, { headers: admin, body: { scope: 'audit-feed' } })).json();
+    const feed = (
+      await http(`${e.url}/admin/support/credentials`, { headers: admin, body: { scope: 'audit-feed' } })
+    ).json();
     for (let i = 0; i < 3; i++) {
-      t.equal((await http(`${e.url}/support/audit-feed`, { headers: { authorization: `Bearer ${feed.credential}` } })).status, 200);
+      t.equal(
+        (
+          await http(`${e.url}/support/audit-feed`, {
+            headers: { authorization: `Bearer ${feed.credential}` },
+          })
+        ).status,
+        200,
+      );
     }
     let view: { credentials: Array<Record<string, unknown>> } | undefined;
     for (let i = 0; i < 50; i++) {
@@ -169,17 +226,24 @@ t.test('pull credentials', async (t) => {
     t.equal(diag.active, false);
     const text = JSON.stringify(view);
     t.notMatch(text, /dps_/, 'no secret');
-    for (const g of await e.app.engine.state.credentials.list()) t.notOk(text.includes(g.verifier), 'no verifier');
+    for (const g of await e.app.engine.state.credentials.list())
+      t.notOk(text.includes(g.verifier), 'no verifier');
     t.notMatch(text, /verifier/);
   });
 
   await t.test('a minted secret never reaches logs, audit rows or bundles', async (t) => {
-    const minted = (await http(`${e.url}/admin/support/credentials`, { headers: admin, body: { scope: 'diagnostics' } })).json();
+    const minted = (
+      await http(`${e.url}/admin/support/credentials`, { headers: admin, body: { scope: 'diagnostics' } })
+    ).json();
     const secret: string = minted.secret;
-    const bundleRes = await http(`${e.url}/support/diagnostics`, { headers: { authorization: `Bearer ${minted.credential}` } });
+    const bundleRes = await http(`${e.url}/support/diagnostics`, {
+      headers: { authorization: `Bearer ${minted.credential}` },
+    });
     t.equal(bundleRes.status, 200);
     const adminBundle = await http(`${e.url}/admin/support/bundle`, { headers: admin });
-    await http(`${e.url}/support/diagnostics`, { headers: { authorization: `Bearer ${minted.clientId}.dps_wrong` } });
+    await http(`${e.url}/support/diagnostics`, {
+      headers: { authorization: `Bearer ${minted.clientId}.dps_wrong` },
+    });
     const db = new DatabaseSync(join(e.dataDir, 'state.sqlite'));
     const rows = db.prepare('SELECT * FROM audit_events').all();
     db.close();

@@ -241,11 +241,18 @@ const BUNDLE_OPTIONS = {
 
 /** `bundle open --key FILE [--pin-signer FP] BUNDLE.json` (the only bundle subcommand). */
 function parseBundle(rest: readonly string[], json: boolean): ParsedCommand {
-  if (rest[0] === '--help' || rest[0] === '-h') return { name: 'help', topic: 'bundle', json, progress: false };
-  if (rest[0] !== 'open') throw usage('bundle takes the subcommand open: coffer-recover bundle open BUNDLE.json', 'bundle');
+  if (rest[0] === '--help' || rest[0] === '-h')
+    return { name: 'help', topic: 'bundle', json, progress: false };
+  if (rest[0] !== 'open')
+    throw usage('bundle takes the subcommand open: coffer-recover bundle open BUNDLE.json', 'bundle');
   let parsed: { values: Record<string, string | boolean | undefined>; positionals: string[] };
   try {
-    parsed = parseArgs({ args: [...rest.slice(1)], options: BUNDLE_OPTIONS, strict: true, allowPositionals: true }) as typeof parsed;
+    parsed = parseArgs({
+      args: [...rest.slice(1)],
+      options: BUNDLE_OPTIONS,
+      strict: true,
+      allowPositionals: true,
+    }) as typeof parsed;
   } catch (e) {
     throw translateParseError(e, 'bundle');
   }

@@ -51,9 +51,13 @@ function checkKind(doc: unknown, object: string): Json {
     throw verifyFailed('not an engine support bundle', object);
   }
   if (doc.v !== 1) {
-    throw new RecoverError('ERR_RECOVER_UNSUPPORTED_VERSION', `support bundle version ${JSON.stringify(doc.v)} is not 1`, {
-      object,
-    });
+    throw new RecoverError(
+      'ERR_RECOVER_UNSUPPORTED_VERSION',
+      `support bundle version ${JSON.stringify(doc.v)} is not 1`,
+      {
+        object,
+      },
+    );
   }
   return doc;
 }
@@ -63,8 +67,10 @@ async function readBundle(path: string): Promise<unknown> {
   let text: string;
   try {
     const st = await stat(path);
-    if (!st.isFile()) throw new RecoverError('ERR_RECOVER_NOT_FOUND', 'bundle is not a regular file', { object });
-    if (st.size > MAX_BUNDLE_BYTES) throw verifyFailed('bundle file is too large to be a support bundle', object);
+    if (!st.isFile())
+      throw new RecoverError('ERR_RECOVER_NOT_FOUND', 'bundle is not a regular file', { object });
+    if (st.size > MAX_BUNDLE_BYTES)
+      throw verifyFailed('bundle file is too large to be a support bundle', object);
     text = await readFile(path, 'utf8');
   } catch (e) {
     if (e instanceof RecoverError) throw e;
@@ -86,7 +92,10 @@ export async function bundleOpen(command: BundleOpenCommand, report: Reporter, i
   const sealed = outer.kind === SEALED_KIND;
   if (sealed) {
     if (command.key === undefined) {
-      throw new RecoverError('ERR_RECOVER_USAGE', 'this bundle is sealed: give the vendor secret key with --key FILE');
+      throw new RecoverError(
+        'ERR_RECOVER_USAGE',
+        'this bundle is sealed: give the vendor secret key with --key FILE',
+      );
     }
     if (typeof outer.recipient !== 'string' || typeof outer.capsule !== 'string') {
       throw verifyFailed('sealed bundle lacks recipient or capsule', object);
@@ -99,10 +108,14 @@ export async function bundleOpen(command: BundleOpenCommand, report: Reporter, i
     } catch (e) {
       const code = (e as { code?: string }).code;
       if (code === 'ERR_CRYPTO_WRONG_KEY' || key.publicFingerprint !== outer.recipient) {
-        throw new RecoverError('ERR_RECOVER_KEY', `bundle is sealed to ${String(outer.recipient).slice(0, 23)}..., not to this key`, {
-          object,
-          causeCode: code,
-        });
+        throw new RecoverError(
+          'ERR_RECOVER_KEY',
+          `bundle is sealed to ${String(outer.recipient).slice(0, 23)}..., not to this key`,
+          {
+            object,
+            causeCode: code,
+          },
+        );
       }
       throw verifyFailed('sealed bundle failed to open (damaged or altered)', object);
     } finally {
@@ -115,13 +128,16 @@ export async function bundleOpen(command: BundleOpenCommand, report: Reporter, i
       throw verifyFailed('sealed bundle holds no JSON', object);
     }
     outer = checkKind(inner, object);
-    if (outer.kind !== SIGNED_KIND) throw verifyFailed('sealed bundle must hold a signed-kind bundle', object);
+    if (outer.kind !== SIGNED_KIND)
+      throw verifyFailed('sealed bundle must hold a signed-kind bundle', object);
   }
   const { document, signer, signature } = outer;
-  if (!isObject(document) || typeof signature !== 'string') throw verifyFailed('bundle lacks document or signature', object);
+  if (!isObject(document) || typeof signature !== 'string')
+    throw verifyFailed('bundle lacks document or signature', object);
   let signerFingerprint: string | null = null;
   if (signature === '' && signer === null) {
-    if (command.pinSigner !== undefined) throw verifyFailed('bundle is unsigned, but --pin-signer asks for a signature', object);
+    if (command.pinSigner !== undefined)
+      throw verifyFailed('bundle is unsigned, but --pin-signer asks for a signature', object);
     report.note('note: this bundle is unsigned (the engine had no signer); its origin cannot be checked');
   } else {
     if (!isObject(signer) || typeof signer.publicKey !== 'string' || typeof signer.fingerprint !== 'string') {
@@ -130,8 +146,14 @@ export async function bundleOpen(command: BundleOpenCommand, report: Reporter, i
     let ok = false;
     try {
       const pub = fromBase64Url(signer.publicKey);
-      if (fingerprint(pub) !== signer.fingerprint) throw verifyFailed('signer public key does not match its fingerprint', object);
-      ok = verify(pub, canonicalJsonBytes({ kind: outer.kind, v: outer.v, document, signer }), fromBase64Url(signature), SIGN_CONTEXT);
+      if (fingerprint(pub) !== signer.fingerprint)
+        throw verifyFailed('signer public key does not match its fingerprint', object);
+      ok = verify(
+        pub,
+        canonicalJsonBytes({ kind: outer.kind, v: outer.v, document, signer }),
+        fromBase64Url(signature),
+        SIGN_CONTEXT,
+      );
     } catch (e) {
       if (e instanceof RecoverError) throw e;
       ok = false;
@@ -139,9 +161,13 @@ export async function bundleOpen(command: BundleOpenCommand, report: Reporter, i
     if (!ok) throw verifyFailed('bundle signature does not verify', object);
     signerFingerprint = signer.fingerprint;
     if (command.pinSigner !== undefined && command.pinSigner !== signerFingerprint) {
-      throw new RecoverError('ERR_RECOVER_SIGNER_NOT_PINNED', `bundle is signed by ${signerFingerprint}, not by the pinned signer`, {
-        object,
-      });
+      throw new RecoverError(
+        'ERR_RECOVER_SIGNER_NOT_PINNED',
+        `bundle is signed by ${signerFingerprint}, not by the pinned signer`,
+        {
+          object,
+        },
+      );
     }
     if (command.pinSigner === undefined) {
       report.note(`note: signed by ${signerFingerprint} (not pinned; pass --pin-signer to require it)`);

@@ -41,7 +41,11 @@ export default async function auditRoutes(app: FastifyInstance): Promise<void> {
     {
       onRequest: gate,
       config: { capability: 'audit.read' },
-      schema: { summary: 'Audit events, newest first, filtered and paged, with the chain head', operationId: 'listAudit', tags },
+      schema: {
+        summary: 'Audit events, newest first, filtered and paged, with the chain head',
+        operationId: 'listAudit',
+        tags,
+      },
     },
     async (request, reply) => {
       try {
@@ -57,7 +61,11 @@ export default async function auditRoutes(app: FastifyInstance): Promise<void> {
     {
       onRequest: gate,
       config: { capability: 'audit.read' },
-      schema: { summary: 'Export the audit chain as JSON or CSV with the head hash', operationId: 'exportAudit', tags },
+      schema: {
+        summary: 'Export the audit chain as JSON or CSV with the head hash',
+        operationId: 'exportAudit',
+        tags,
+      },
     },
     async (request, reply) => {
       const format = queryOf(request.url).get('format') ?? 'json';
@@ -70,10 +78,7 @@ export default async function auditRoutes(app: FastifyInstance): Promise<void> {
       }
       for (const [name, value] of Object.entries(stream.headers)) reply.header(name, value);
       return reply
-        .header(
-          'content-disposition',
-          `attachment; filename="coffer-audit-${stream.head.seq}.${format}"`,
-        )
+        .header('content-disposition', `attachment; filename="coffer-audit-${stream.head.seq}.${format}"`)
         .type(stream.contentType)
         .send(Readable.from(stream.chunks));
     },
@@ -84,7 +89,11 @@ export default async function auditRoutes(app: FastifyInstance): Promise<void> {
     {
       onRequest: gate,
       config: { capability: 'audit.read' },
-      schema: { summary: 'Recompute the audit chain (a break is a 200 result)', operationId: 'verifyAudit', tags },
+      schema: {
+        summary: 'Recompute the audit chain (a break is a 200 result)',
+        operationId: 'verifyAudit',
+        tags,
+      },
     },
     async (request, reply) => {
       try {

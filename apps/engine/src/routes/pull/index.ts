@@ -47,7 +47,10 @@ export default async function pullRoutes(app: FastifyInstance): Promise<void> {
     try {
       result = await checkPresentation(ctx.state, scope, request.headers.authorization);
     } catch (err) {
-      request.log.error({ pull: 'grant-unreadable', scope, code: (err as { code?: string }).code }, 'grant read failed');
+      request.log.error(
+        { pull: 'grant-unreadable', scope, code: (err as { code?: string }).code },
+        'grant read failed',
+      );
       return sendPullUnavailable(reply);
     }
     if (!result.ok) {
@@ -83,7 +86,10 @@ export default async function pullRoutes(app: FastifyInstance): Promise<void> {
     if (result.isAllowed || !result.isExceeded) return;
     const reset = Math.max(1, Math.ceil(result.ttl / 1000));
     reply.header('retry-after', String(reset));
-    reply.header('ratelimit-policy', `"audit-feed";q=${FEED_RATE_LIMIT.pulls};w=${FEED_RATE_LIMIT.windowSeconds}`);
+    reply.header(
+      'ratelimit-policy',
+      `"audit-feed";q=${FEED_RATE_LIMIT.pulls};w=${FEED_RATE_LIMIT.windowSeconds}`,
+    );
     reply.header('ratelimit', `"audit-feed";r=0;t=${reset}`);
     return sendRateLimited(reply);
   };
@@ -96,7 +102,11 @@ export default async function pullRoutes(app: FastifyInstance): Promise<void> {
       ...common,
       onRequest: authFor('diagnostics'),
       onResponse: trail('diagnostics'),
-      schema: { summary: 'Pull the support bundle (diagnostics credential)', operationId: 'pullDiagnostics', tags: ['pull'] },
+      schema: {
+        summary: 'Pull the support bundle (diagnostics credential)',
+        operationId: 'pullDiagnostics',
+        tags: ['pull'],
+      },
     },
     async (request, reply) => {
       let body: string;
@@ -128,7 +138,11 @@ export default async function pullRoutes(app: FastifyInstance): Promise<void> {
       ...common,
       onRequest: [authFor('audit-feed'), feedRateLimit],
       onResponse: trail('audit-feed'),
-      schema: { summary: 'Pull an audit feed page (audit-feed credential)', operationId: 'pullAuditFeed', tags: ['pull'] },
+      schema: {
+        summary: 'Pull an audit feed page (audit-feed credential)',
+        operationId: 'pullAuditFeed',
+        tags: ['pull'],
+      },
     },
     async (request, reply) => {
       const q = request.url.indexOf('?');
@@ -136,7 +150,10 @@ export default async function pullRoutes(app: FastifyInstance): Promise<void> {
       try {
         return await app.audit.log.feedPage(params);
       } catch (err) {
-        if (err instanceof AuditAfterSeqError || (isAuditError(err) && err.code === 'ERR_AUDIT_BAD_AFTER_SEQ')) {
+        if (
+          err instanceof AuditAfterSeqError ||
+          (isAuditError(err) && err.code === 'ERR_AUDIT_BAD_AFTER_SEQ')
+        ) {
           return reply.code(400).send({ error: 'afterSeq must be a non-negative integer' });
         }
         request.log.error({ pull: 'feed-failed', code: (err as { code?: string }).code }, 'feed read failed');
@@ -151,14 +168,21 @@ export default async function pullRoutes(app: FastifyInstance): Promise<void> {
       ...common,
       onRequest: authFor('metrics'),
       onResponse: trail('metrics'),
-      schema: { summary: 'Prometheus scrape (metrics credential)', operationId: 'pullMetrics', tags: ['pull'] },
+      schema: {
+        summary: 'Prometheus scrape (metrics credential)',
+        operationId: 'pullMetrics',
+        tags: ['pull'],
+      },
     },
     async (request, reply) => {
       try {
         const out = await metrics.render(async () => (await app.audit.log.head()).seq);
         return reply.type(out.contentType).send(out.text);
       } catch (err) {
-        request.log.error({ pull: 'metrics-failed', code: (err as { code?: string }).code }, 'metrics read failed');
+        request.log.error(
+          { pull: 'metrics-failed', code: (err as { code?: string }).code },
+          'metrics read failed',
+        );
         return sendPullUnavailable(reply);
       }
     },

@@ -56,7 +56,8 @@ export default async function supportRoutes(app: FastifyInstance): Promise<void>
   const postureRead = app.requireCapability('posture.read');
 
   /** Owner-only gate: 403 with `required: 'owner'`, recorded as a refusal of `action`. */
-  const ownerOnly = (action: 'credential-mint' | 'credential-revoke') =>
+  const ownerOnly =
+    (action: 'credential-mint' | 'credential-revoke') =>
     async (request: FastifyRequest, reply: FastifyReply) => {
       const caller = request.caller;
       if (!caller) return; // authentication already answered
@@ -74,7 +75,11 @@ export default async function supportRoutes(app: FastifyInstance): Promise<void>
     {
       onRequest: postureRead,
       config: { capability: 'posture.read' },
-      schema: { summary: 'Support posture and redacted pull credential state', operationId: 'getSupport', tags: ['admin', 'support'] },
+      schema: {
+        summary: 'Support posture and redacted pull credential state',
+        operationId: 'getSupport',
+        tags: ['admin', 'support'],
+      },
     },
     async () => {
       const now = new Date();
@@ -94,7 +99,11 @@ export default async function supportRoutes(app: FastifyInstance): Promise<void>
   const bundleReply = async (request: FastifyRequest, reply: FastifyReply, errors?: BrowserErrorInput[]) => {
     const head = await app.audit.log.head();
     const { bundle, facts } = await generateBundle(ctx, head.seq, errors);
-    await app.audit.forRequest(request, { action: 'support-bundle-generate', outcome: 'applied', detail: facts });
+    await app.audit.forRequest(request, {
+      action: 'support-bundle-generate',
+      outcome: 'applied',
+      detail: facts,
+    });
     return reply
       .header('content-disposition', `attachment; filename="coffer-support-bundle-${Date.now()}.json"`)
       .type('application/json')
@@ -106,7 +115,11 @@ export default async function supportRoutes(app: FastifyInstance): Promise<void>
     {
       onRequest: postureRead,
       config: { capability: 'posture.read', audit: { action: 'support-bundle-generate' } },
-      schema: { summary: 'Download a fresh support bundle', operationId: 'getSupportBundle', tags: ['admin', 'support'] },
+      schema: {
+        summary: 'Download a fresh support bundle',
+        operationId: 'getSupportBundle',
+        tags: ['admin', 'support'],
+      },
     },
     (request, reply) => bundleReply(request, reply),
   );
@@ -124,7 +137,8 @@ export default async function supportRoutes(app: FastifyInstance): Promise<void>
         body: BundleBody,
       },
     },
-    (request, reply) => bundleReply(request, reply, (request.body?.browserErrors ?? []) as BrowserErrorInput[]),
+    (request, reply) =>
+      bundleReply(request, reply, (request.body?.browserErrors ?? []) as BrowserErrorInput[]),
   );
 
   app.post<{ Body: MintBody }>(

@@ -101,7 +101,12 @@ function itemError(item: unknown): string | null {
 function upsertAudit(id: string, result: UpsertResult): RequestAuditEvent {
   if (result.status === 200) {
     const { configRev, created } = result.body;
-    return { action: 'job-upsert', outcome: 'applied', target: id, detail: { configRev, created, changedFields: result.changedFields } };
+    return {
+      action: 'job-upsert',
+      outcome: 'applied',
+      target: id,
+      detail: { configRev, created, changedFields: result.changedFields },
+    };
   }
   const reason = result.status === 403 ? 'capability' : result.body.precondition.reason;
   const detail = result.status === 403 ? { reason, required: result.body.required } : { reason };
