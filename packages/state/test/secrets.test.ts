@@ -56,7 +56,7 @@ t.test('connection strings never leak', async (t) => {
 
   const s = await openState({ url: real.toString(), dataDir: tempDir(t) });
   t.notOk(s.description.includes(real.password), 'description carries no password');
-  t.match(s.description, /^postgres:\/\/127\.0\.0\.1:54329\/test_/);
+  t.equal(s.description, `postgres://${real.host}${real.pathname}`, 'description is host and database only');
   await s.close();
   clean(t, await caught(s.jobs.list()), 'closed store');
 });
