@@ -13,8 +13,8 @@ import { createFilesSource } from '@coffer/sources';
 import { tempDir } from '@coffer/testkit';
 import t from 'tap';
 import {
+  type ApplyOptions,
   applyRestore,
-  type PlanOptions,
   planRestore,
   type RestoreError,
   validateRestoreRequest,
@@ -45,7 +45,7 @@ await backup(store, createFilesSource({ type: 'files', root: src, binding: 'job-
 });
 const resolver = resolverOf({ 'job-files': { type: 'files', root: src } });
 
-function opts(body: Record<string, unknown>, extra: Partial<PlanOptions> = {}): PlanOptions {
+function opts(body: Record<string, unknown>, extra: Partial<ApplyOptions> = {}): ApplyOptions {
   return {
     store,
     operationalSecretKey: keys().operational.secretKey,

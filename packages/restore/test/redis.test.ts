@@ -5,8 +5,8 @@ import { redisUrl, tempDir } from '@coffer/testkit';
 import { Redis } from 'ioredis';
 import t from 'tap';
 import {
+  type ApplyOptions,
   applyRestore,
-  type PlanOptions,
   planRestore,
   runDrill,
   validateRestoreRequest,
@@ -44,7 +44,7 @@ await backup(store, createRedisSource({ type: 'redis', url, prefix, binding: 'jo
 // Let `soon` expire so the archive holds a key whose expiry has passed.
 await new Promise((r) => setTimeout(r, 1600));
 
-function opts(body: Record<string, unknown>, extra: Partial<PlanOptions> = {}): PlanOptions {
+function opts(body: Record<string, unknown>, extra: Partial<ApplyOptions> = {}): ApplyOptions {
   return {
     store,
     operationalSecretKey: keys().operational.secretKey,
@@ -84,7 +84,7 @@ t.test('dry run: fidelity warning, targetExists, then apply with TTLs', async (t
   t.equal(await target.get(`${prefix}plain`), 'hello');
   t.same(await target.hgetall(`${prefix}hash`), { a: '1', b: '2' });
   t.same(await target.lrange(`${prefix}list`, 0, -1), ['x', 'y']);
-  t.same(await target.zrange(`${prefix}zset`, 0, -1, 'WITHSCORES'), ['one', '1', 'two', '2']);
+  t.same(await target.zrange(`${prefix}zset`, '0', '-1', 'WITHSCORES'), ['one', '1', 'two', '2']);
   t.equal(await target.exists(`${prefix}soon`), 0, 'the expired key is not written');
   t.equal(await target.pttl(`${prefix}plain`), -1, 'no TTL stays none');
   for (const k of ['hour', 'week']) {

@@ -4,7 +4,7 @@ import { createSqliteSource } from '@coffer/sources';
 import { tempDir } from '@coffer/testkit';
 import Database from 'better-sqlite3';
 import t from 'tap';
-import { applyRestore, type PlanOptions, planRestore, validateRestoreRequest } from '../src/index.ts';
+import { type ApplyOptions, applyRestore, planRestore, validateRestoreRequest } from '../src/index.ts';
 import { backup, fsStore, keys, resolverOf } from './helpers.ts';
 
 const base = tempDir(t, 'restore-sqlite-');
@@ -38,7 +38,7 @@ await backup(store, createSqliteSource({ type: 'sqlite', path: dbPath, binding: 
   runId: 'run-1',
 });
 
-function opts(body: Record<string, unknown>, extra: Partial<PlanOptions> = {}): PlanOptions {
+function opts(body: Record<string, unknown>, extra: Partial<ApplyOptions> = {}): ApplyOptions {
   return {
     store,
     operationalSecretKey: keys().operational.secretKey,

@@ -6,8 +6,8 @@ import { createFilesSource } from '@coffer/sources';
 import { tempDir } from '@coffer/testkit';
 import t from 'tap';
 import {
+  type ApplyOptions,
   applyRestore,
-  type PlanOptions,
   planRestore,
   validateRestoreRequest,
   verifyRestore,
@@ -34,11 +34,11 @@ async function freshRun(runId: string) {
 }
 
 function opts(
-  store: PlanOptions['store'],
+  store: ApplyOptions['store'],
   runId: string,
   out: string,
-  extra: Partial<PlanOptions> = {},
-): PlanOptions {
+  extra: Partial<ApplyOptions> = {},
+): ApplyOptions {
   return {
     store,
     operationalSecretKey: keys().operational.secretKey,
@@ -52,7 +52,7 @@ function opts(
 function flip(root: string, key: string): void {
   const p = join(root, key);
   const b = readFileSync(p);
-  b[b.length - 20] ^= 0x01;
+  b.writeUInt8(b.readUInt8(b.length - 20) ^ 0x01, b.length - 20);
   writeFileSync(p, b);
 }
 
