@@ -22,7 +22,8 @@ import {
 } from '@coffer/crypto';
 import type { ObjectStore } from '@coffer/objectstore';
 import { ArchiveError, type ArchiveErrorCode } from './errors.ts';
-import { utf8Decode } from './internal/bytes.ts';
+import { BufferPool } from './internal/buffer-pool.ts';
+import { bytesEqual, utf8Decode } from './internal/bytes.ts';
 import type { OpenFailure } from './internal/codec-core.ts';
 import { type FrameCodec, frameCodec, inlineCodec } from './internal/codec-pool.ts';
 import { INDEX_FORMAT, toEntry } from './internal/index-codec.ts';
@@ -34,6 +35,7 @@ import {
   validateManifest,
   validateSignature,
 } from './internal/manifest.ts';
+import { BEGIN, END, type HashDigest, recordHasher } from './internal/record-hash.ts';
 import { runBinding, runTag } from './internal/run-binding.ts';
 import { getObject, listObjects } from './internal/store.ts';
 import { assertId, isValidId, layout } from './layout.ts';
@@ -45,6 +47,7 @@ import type {
   ReadManifestOptions,
   RunListing,
   VerifiedManifest,
+  VerifyChecks,
 } from './types.ts';
 
 const MANIFEST_PATH = /^jobs\/([^/]+)\/runs\/([^/]+)\/manifest\.json$/;
@@ -251,18 +254,11 @@ class ShardSource {
   private last = -1;
   readonly verified = new Set<number>();
   onVerified: ((index: number, plainSize: number) => void) | null = null;
-  /**
-   * Reuse plaintext buffers of shards already passed (only when the consumer never keeps pieces,
-   * as verifyRun): avoids a page fault per 4 KiB of fresh buffer and late-freed garbage.
-   */
-  recycle = false;
-  private readonly settled = new Map<number, Uint8Array>();
-  private readonly free: Uint8Array[] = [];
 
   private readonly store: ObjectStore;
   private readonly doc: ManifestDocument;
   private readonly key: Uint8Array;
-  private readonly codec: FrameCodec;
+  readonly codec: FrameCodec;
   private readonly binding: Uint8Array;
   private readonly tag: Uint8Array;
 
@@ -275,7 +271,11 @@ class ShardSource {
     this.tag = runTag(doc.job, doc.runId);
   }
 
-  private async load(i: number): Promise<Uint8Array> {
+  /**
+   * Fetches shard `i`, checks its digest and opens it into `out` (a view of a pool buffer, or null
+   * for a fresh one). Throws the shard's error; reports progress when it verified.
+   */
+  async openInto(i: number, out: Uint8Array | null): Promise<Uint8Array> {
     const { job, runId } = this.doc;
     const objectKey = layout.shard(job, runId, i);
     const shard = this.doc.shards[i]!;
@@ -292,16 +292,25 @@ class ShardSource {
       runTag: this.tag,
       digest: parseDigest(shard.sha384),
       plainLength: shard.plainSize,
-      out: this.recycle ? (this.free.pop() ?? null) : null,
+      out,
     });
-    if (this.recycle && r.ok) this.settled.set(i, r.plain);
     if (!r.ok)
       throw new ArchiveError(shardError(r.failure), { object: objectKey, detail: FAILURE_DETAIL[r.failure] });
+    return r.plain;
+  }
+
+  /** Records `i` as verified (once) and reports it. */
+  markVerified(i: number): void {
     if (!this.verified.has(i)) {
       this.verified.add(i);
-      this.onVerified?.(i, shard.plainSize);
+      this.onVerified?.(i, this.doc.shards[i]!.plainSize);
     }
-    return r.plain;
+  }
+
+  private async load(i: number): Promise<Uint8Array> {
+    const plain = await this.openInto(i, null);
+    this.markVerified(i);
+    return plain;
   }
 
   private fetch(i: number): Promise<Uint8Array> {
@@ -320,16 +329,6 @@ class ShardSource {
     for (const k of this.cache.keys()) {
       if (k < i || (!sequential && k !== i)) {
         this.cache.delete(k);
-        const plain = this.settled.get(k);
-        this.settled.delete(k);
-        if (
-          plain &&
-          plain.buffer instanceof ArrayBuffer &&
-          plain.buffer.byteLength >= this.doc.shardSize &&
-          this.free.length < 4
-        ) {
-          this.free.push(new Uint8Array(plain.buffer));
-        }
       }
     }
     const p = this.fetch(i);
@@ -459,6 +458,146 @@ class RunReader implements OpenedRun {
     if (pos !== bytes.length) throw tampered('trailing bytes');
     if (seq !== doc.totals.records || total !== doc.totals.bytes)
       throw inconsistent('record count or byte total differs from the manifest');
+  }
+
+  /**
+   * Reads the whole run back and checks every shard (digest, tag, lengths) and every record's
+   * plaintext SHA-384, in a pipeline: shards are fetched and opened on the codec workers a few
+   * ahead, into a fixed pool of shared buffers, while the record-hash thread hashes the records of
+   * the shards already open (one batched request per shard, whatever the record count). Failures
+   * are reported in stream order, as reading the records one by one would: a record that fails in
+   * shard i is reported before a fault in shard i + 1. Memory: `ahead + 1` shard buffers.
+   */
+  async verifyAll(checks: VerifyChecks): Promise<void> {
+    const doc = this.manifest.document;
+    const shards = this.shards;
+    const n = doc.shards.length;
+    const ahead = shards.codec.parallel + 1;
+    const hasher = recordHasher(shards.codec !== inlineCodec);
+    // `ahead` shards opening plus two being hashed; acquisition is FIFO, so the oldest shard always
+    // gets the next free buffer and the pipeline cannot deadlock.
+    const pool = new BufferPool({ size: doc.shardSize + 48, count: ahead + 2, shared: hasher.offThread });
+    const records = this.records()[Symbol.asyncIterator]();
+    let pendingEntry: IndexEntry | null = null;
+    const nextEntry = async (): Promise<IndexEntry | null> => {
+      if (pendingEntry !== null) {
+        const e = pendingEntry;
+        pendingEntry = null;
+        return e;
+      }
+      const step = await records.next();
+      return step.done ? null : step.value;
+    };
+    // Shards being fetched and opened, in order; each holds one pool buffer once it has it.
+    const opening: { index: number; buf: Promise<Uint8Array>; plain: Promise<Uint8Array> }[] = [];
+    let nextOpen = 0;
+    const startOpen = () => {
+      const index = nextOpen++;
+      const buf = pool.acquire();
+      const plain = buf.then((b) => shards.openInto(index, b.subarray(0, doc.shards[index]!.plainSize)));
+      plain.catch(() => undefined);
+      opening.push({ index, buf, plain });
+    };
+    // Hash requests in flight, in order, with what to check when each settles.
+    const hashing: { done: Promise<HashDigest[]>; buf: Uint8Array; ends: Map<number, IndexEntry> }[] = [];
+    const settleHash = async () => {
+      const h = hashing.shift()!;
+      let replies: HashDigest[];
+      try {
+        replies = await h.done;
+      } finally {
+        pool.release(h.buf);
+      }
+      for (const r of replies) {
+        const entry = h.ends.get(r.key)!;
+        if (!bytesEqual(r.digest, parseDigest(entry.sha384))) {
+          throw new ArchiveError('ERR_ARCHIVE_RECORD_TAMPERED', {
+            object: layout.shard(doc.job, doc.runId, entry.shard),
+            detail: `record ${entry.seq}`,
+          });
+        }
+        checks.records++;
+        checks.bytes += entry.size;
+      }
+    };
+    // The record spanning into the next shard, with how many of its bytes are still to come.
+    let spanning: { entry: IndexEntry; key: number; left: number } | null = null;
+    const open: number[] = [];
+    try {
+      // The index first (its digest, then its first record), as reading record by record would.
+      const first = await records.next();
+      if (!first.done) pendingEntry = first.value;
+      while (nextOpen < n && nextOpen < ahead) startOpen();
+      for (let i = 0; i < n; i++) {
+        const o = opening.shift()!;
+        let plain: Uint8Array;
+        try {
+          plain = await o.plain;
+        } catch (e) {
+          // Earlier records' verdicts come first.
+          while (hashing.length > 0) await settleHash();
+          throw e;
+        } finally {
+          if (nextOpen < n) startOpen();
+        }
+        shards.markVerified(i);
+        const size = plain.length;
+        const ops: number[] = [];
+        const ends = new Map<number, IndexEntry>();
+        if (spanning !== null) {
+          const take = Math.min(spanning.left, size);
+          spanning.left -= take;
+          const done = spanning.left === 0;
+          ops.push(spanning.key, 0, take, done ? END : 0);
+          if (done) {
+            ends.set(spanning.key, spanning.entry);
+            open.splice(open.indexOf(spanning.key), 1);
+            spanning = null;
+          }
+        }
+        while (spanning === null) {
+          const e = await nextEntry();
+          if (e === null) break;
+          if (e.shard !== i || e.offset > size) {
+            pendingEntry = e;
+            break;
+          }
+          // records() has checked that entries are packed back to back from (0, 0).
+          const key = hasher.newKey();
+          const take = Math.min(e.size, size - e.offset);
+          const done = take === e.size;
+          ops.push(key, e.offset, e.offset + take, BEGIN | (done ? END : 0));
+          if (done) ends.set(key, e);
+          else {
+            open.push(key);
+            spanning = { entry: e, key, left: e.size - take };
+          }
+        }
+        hashing.push({ done: hasher.run(plain, ops), buf: await o.buf, ends });
+        hashing.at(-1)!.done.catch(() => undefined);
+        // Keep at most two hash requests queued: the thread stays busy, buffers keep moving.
+        while (hashing.length > 2) await settleHash();
+      }
+      while (hashing.length > 0) await settleHash();
+      if (spanning !== null || (await nextEntry()) !== null) {
+        throw new ArchiveError('ERR_ARCHIVE_INDEX_INCONSISTENT', {
+          object: layout.index(doc.job, doc.runId),
+          detail: 'records run past the last shard',
+        });
+      }
+    } finally {
+      hasher.forget(open);
+      // Let everything started settle (hash requests first: they hold buffers the fetches wait
+      // for), so no buffer is read or written after this returns.
+      for (const h of hashing) {
+        await h.done.catch(() => undefined);
+        pool.release(h.buf);
+      }
+      await Promise.allSettled(opening.map((o) => o.plain));
+      for (const o of opening) pool.release(await o.buf);
+      pool.dispose();
+      await records.return?.(undefined);
+    }
   }
 
   async *readRecord(entry: IndexEntry): AsyncIterable<Uint8Array> {

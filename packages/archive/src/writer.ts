@@ -26,6 +26,7 @@ import {
 } from '@coffer/crypto';
 import type { ObjectStore } from '@coffer/objectstore';
 import { ArchiveError } from './errors.ts';
+import { BufferPool } from './internal/buffer-pool.ts';
 import {
   type CheckpointPartial,
   type CheckpointState,
@@ -41,6 +42,7 @@ import {
   SIGNATURE_FORMAT,
   type SignatureDocument,
 } from './internal/manifest.ts';
+import { BEGIN, END, PREFIX, type RecordHasher, recordHasher } from './internal/record-hash.ts';
 import { runBinding, runTag } from './internal/run-binding.ts';
 import { deleteObject, headObject, listObjects, putObject } from './internal/store.ts';
 import { assertId, layout } from './layout.ts';
@@ -65,12 +67,16 @@ import {
 
 export const DEFAULT_SHARD_SIZE = 8 * 1024 * 1024;
 const MIN_SHARD_SIZE = 64 * 1024;
+/** Frame header (32) and tag (16) around the payload. */
+const FRAME_OVERHEAD = 48;
 const MAX_SHARD_SIZE = 64 * 1024 * 1024;
 /** The header's shard number is a u32. */
 const MAX_SHARDS = 0xffffffff;
 const MAX_NAME_BYTES = 4096;
 const MAX_METADATA_BYTES = 64 * 1024;
 const LONE_SURROGATE = /\p{Cs}/u;
+/** Records at least this large are hashed on the record-hash thread (smaller ones inline: cheaper than a message). */
+const OFFLOAD_MIN = 512 * 1024;
 
 interface Snapshot {
   shardsDone: number;
@@ -88,7 +94,14 @@ interface CurrentRecord {
   shard: number;
   offset: number;
   bytes: number;
-  hash: Hash;
+  /** Inline hash, or null when the record is hashed on the record-hash thread. */
+  hash: Hash | null;
+  /** Record-hash key (offloaded records only). */
+  key: number;
+  /** Start in the current shard buffer of this record's bytes not yet sent to the hash thread. */
+  hashFrom: number;
+  /** Whether the hash thread has seen this record yet. */
+  begun: boolean;
 }
 
 interface WriterConfig {
@@ -164,10 +177,18 @@ async function* bodyChunks(body: RecordInput['body']): AsyncIterable<Uint8Array>
     yield body;
     return;
   }
+  yield* body;
+}
+
+function checkBody(body: RecordInput['body']): void {
+  if (body instanceof Uint8Array) return;
   if (body === null || typeof body !== 'object' || !(Symbol.asyncIterator in body)) {
     throw invalid('record body must be a Uint8Array or an AsyncIterable<Uint8Array>');
   }
-  yield* body;
+}
+
+function internal(e: unknown): unknown {
+  return e instanceof ArchiveError ? e : new ArchiveError('ERR_ARCHIVE_INTERNAL', { cause: e });
 }
 
 class Writer implements ArchiveWriter {
@@ -183,7 +204,7 @@ class Writer implements ArchiveWriter {
   private readonly snapshots = new Map<number, Snapshot>();
   private checkpoint: Snapshot;
   private inFlight: Promise<void>[] = [];
-  private readonly maxInFlight: number;
+  private readonly maxPending: number;
   private shardChain: Promise<void> = Promise.resolve();
   private current: CurrentRecord | null = null;
   private expectPartial: CheckpointPartial | null;
@@ -191,16 +212,26 @@ class Writer implements ArchiveWriter {
   private failure: unknown = null;
   private readonly binding: Uint8Array;
   private readonly tag: Uint8Array;
-  // Recycled shard and frame buffers: a fresh 8 MiB buffer costs a page fault per 4 KiB on first
-  // touch (slower than the cipher) and leaves garbage the GC frees late, inflating RSS.
-  private readonly freePlain: Uint8Array[] = [];
-  private readonly freeFrames: Uint8Array[] = [];
+  // Shard and frame buffers come from fixed pools, allocated once per writer: a fresh 8 MiB buffer
+  // costs a page fault per 4 KiB on first touch (slower than the cipher) and leaves garbage the GC
+  // frees late, inflating RSS. The pools' sizes bound the memory in flight: one shard filling, one
+  // waiting, one per codec worker being sealed; frames being sealed or stored.
+  private readonly plainPool: BufferPool;
+  private readonly framePool: BufferPool;
+  private readonly hasher: RecordHasher;
 
   constructor(cfg: WriterConfig, resumed?: CheckpointState) {
     this.cfg = cfg;
     this.job = cfg.job;
     this.runId = cfg.runId;
-    this.buf = new Uint8Array(cfg.shardSize);
+    this.maxPending = cfg.codec.parallel + 1;
+    // One shard filling plus those pending; frames for those pending.
+    // Both pools hold frame-sized buffers, so the process-wide cache serves either (and the reader).
+    const size = cfg.shardSize + FRAME_OVERHEAD;
+    this.plainPool = new BufferPool({ size, count: this.maxPending + 1, shared: true });
+    this.framePool = new BufferPool({ size, count: this.maxPending, shared: true });
+    this.hasher = recordHasher(cfg.codec !== inlineCodec);
+    this.buf = this.plainPool.tryAcquire()!.subarray(0, cfg.shardSize);
     this.shards = resumed ? [...resumed.shards] : [];
     this.nextShard = this.shards.length;
     this.durable = this.shards.length;
@@ -211,7 +242,6 @@ class Writer implements ArchiveWriter {
       recordsDone: this.lines.length,
       partial: this.expectPartial,
     };
-    this.maxInFlight = cfg.codec.parallel + 1;
     this.binding = runBinding(cfg.job, cfg.runId);
     this.tag = runTag(cfg.job, cfg.runId);
   }
@@ -261,6 +291,10 @@ class Writer implements ArchiveWriter {
         detail: `the checkpoint stopped inside record ${cur0} and another record was fed`,
       });
     }
+    checkBody(record.body);
+    const declared = record.body instanceof Uint8Array ? record.body.length : record.size;
+    const offload =
+      partial === null && this.hasher.offThread && declared !== undefined && declared >= OFFLOAD_MIN;
     const cur: CurrentRecord = partial
       ? {
           seq: this.lines.length,
@@ -273,6 +307,9 @@ class Writer implements ArchiveWriter {
           offset: partial.offset,
           bytes: 0,
           hash: createHash('sha384'),
+          key: 0,
+          hashFrom: 0,
+          begun: false,
         }
       : {
           seq: this.lines.length,
@@ -284,51 +321,41 @@ class Writer implements ArchiveWriter {
           shard: this.nextShard,
           offset: this.fill,
           bytes: 0,
-          hash: createHash('sha384'),
+          hash: offload ? null : createHash('sha384'),
+          key: offload ? this.hasher.newKey() : 0,
+          hashFrom: this.fill,
+          begun: false,
         };
     this.current = cur;
-    let skip = partial ? partial.bytesDone : 0;
+    const skip = partial ? partial.bytesDone : 0;
     const checkPrefix = () => {
-      if (partial && toHex(cur.hash.copy().digest()) !== partial.prefixSha384) {
+      if (partial && toHex(cur.hash!.copy().digest()) !== partial.prefixSha384) {
         throw new ArchiveError('ERR_ARCHIVE_RESUME_DIVERGENT', {
           detail: `record ${cur.seq} changed since the checkpoint`,
         });
       }
     };
     if (partial && skip === 0) checkPrefix();
-    const iterator = bodyChunks(record.body)[Symbol.asyncIterator]();
-    for (;;) {
-      let step: IteratorResult<Uint8Array>;
+    try {
+      if (record.body instanceof Uint8Array && skip === 0) await this.write(record.body, cur);
+      else await this.pull(record.body, cur, skip, checkPrefix);
+    } catch (e) {
+      if (cur.hash === null) this.hasher.forget([cur.key]);
+      throw e;
+    }
+    let digestBytes: Uint8Array;
+    if (cur.hash !== null) {
+      digestBytes = cur.hash.digest();
+    } else {
+      // The record's last bytes are in the current buffer: the hash thread reads them from there.
+      const flags = (cur.begun ? 0 : BEGIN) | END;
       try {
-        step = await iterator.next();
+        digestBytes = (await this.hasher.run(this.buf, [cur.key, cur.hashFrom, this.fill, flags]))[0]!.digest;
       } catch (e) {
-        if (e instanceof ArchiveError) throw e;
-        throw new ArchiveError('ERR_ARCHIVE_SOURCE_READ', {
-          detail: `record ${cur.seq}`,
-          cause: e,
-        });
+        throw internal(e);
       }
-      if (step.done) break;
-      let chunk = step.value;
-      if (!(chunk instanceof Uint8Array)) throw invalid('record body pieces must be Uint8Array');
-      if (skip > 0) {
-        // Resuming inside this record: its first bytes are already sealed; hash them again only.
-        const n = Math.min(skip, chunk.length);
-        cur.hash.update(chunk.subarray(0, n));
-        cur.bytes += n;
-        skip -= n;
-        chunk = chunk.subarray(n);
-        if (skip === 0) checkPrefix();
-        if (chunk.length === 0) continue;
-      }
-      await this.write(chunk, cur);
     }
-    if (skip > 0) {
-      throw new ArchiveError('ERR_ARCHIVE_RESUME_DIVERGENT', {
-        detail: `record ${cur.seq} is shorter than when the checkpoint was taken`,
-      });
-    }
-    const digest = formatDigest(cur.hash.digest());
+    const digest = formatDigest(digestBytes);
     this.lines.push(
       entryLine({
         name,
@@ -352,13 +379,55 @@ class Writer implements ArchiveWriter {
     };
   }
 
+  /** Feeds a streamed body (or a resumed record's body, whose first `skip` bytes are only re-hashed). */
+  private async pull(
+    body: RecordInput['body'],
+    cur: CurrentRecord,
+    skip: number,
+    checkPrefix: () => void,
+  ): Promise<void> {
+    const iterator = bodyChunks(body)[Symbol.asyncIterator]();
+    for (;;) {
+      let step: IteratorResult<Uint8Array>;
+      try {
+        step = await iterator.next();
+      } catch (e) {
+        if (e instanceof ArchiveError) throw e;
+        throw new ArchiveError('ERR_ARCHIVE_SOURCE_READ', {
+          detail: `record ${cur.seq}`,
+          cause: e,
+        });
+      }
+      if (step.done) break;
+      let chunk = step.value;
+      if (!(chunk instanceof Uint8Array)) throw invalid('record body pieces must be Uint8Array');
+      if (skip > 0) {
+        // Resuming inside this record: its first bytes are already sealed; hash them again only.
+        const n = Math.min(skip, chunk.length);
+        cur.hash!.update(chunk.subarray(0, n));
+        cur.bytes += n;
+        skip -= n;
+        chunk = chunk.subarray(n);
+        if (skip === 0) checkPrefix();
+        if (chunk.length === 0) continue;
+      }
+      await this.write(chunk, cur);
+    }
+    if (skip > 0) {
+      throw new ArchiveError('ERR_ARCHIVE_RESUME_DIVERGENT', {
+        detail: `record ${cur.seq} is shorter than when the checkpoint was taken`,
+      });
+    }
+  }
+
   private async write(chunk: Uint8Array, cur: CurrentRecord): Promise<void> {
     let o = 0;
     while (o < chunk.length) {
       const n = Math.min(chunk.length - o, this.buf.length - this.fill);
       const piece = chunk.subarray(o, o + n);
-      // Hashed piece by piece so a checkpoint's prefix digest covers exactly the bytes sealed.
-      cur.hash.update(piece);
+      // Hashed piece by piece so a checkpoint's prefix digest covers exactly the bytes sealed
+      // (an offloaded record is hashed from the shard buffer instead, see flush).
+      cur.hash?.update(piece);
       this.buf.set(piece, this.fill);
       this.fill += n;
       o += n;
@@ -368,7 +437,7 @@ class Writer implements ArchiveWriter {
     }
   }
 
-  /** Seals the buffered shard (in the background unless final) and starts a fresh buffer. */
+  /** Seals the buffered shard (in the background unless final) and starts the next buffer. */
   private async flush(final: boolean): Promise<void> {
     const index = this.nextShard;
     if (index >= this.cfg.maxShards) {
@@ -378,41 +447,52 @@ class Writer implements ArchiveWriter {
       });
     }
     this.nextShard++;
-    const plain = this.fill === this.buf.length ? this.buf : this.buf.slice(0, this.fill);
-    if (final) {
-      this.buf = new Uint8Array(0);
-    } else {
-      this.buf = this.freePlain.pop() ?? new Uint8Array(this.cfg.shardSize);
-    }
-    this.fill = 0;
+    const buffer = this.buf;
+    const plain = buffer.subarray(0, this.fill);
     const cur = this.current;
-    this.snapshots.set(index, {
-      shardsDone: index + 1,
-      recordsDone: this.lines.length,
-      partial:
-        cur && cur.bytes > 0
-          ? {
-              name: cur.name,
-              sourceType: cur.sourceType,
-              binding: cur.binding,
-              namespace: cur.namespace,
-              metadata: cur.metadata as CheckpointPartial['metadata'],
-              shard: cur.shard,
-              offset: cur.offset,
-              bytesDone: cur.bytes,
-              prefixSha384: toHex(cur.hash.copy().digest()),
-            }
-          : null,
-    });
+    const partial: CheckpointPartial | null =
+      cur && cur.bytes > 0
+        ? {
+            name: cur.name,
+            sourceType: cur.sourceType,
+            binding: cur.binding,
+            namespace: cur.namespace,
+            metadata: cur.metadata as CheckpointPartial['metadata'],
+            shard: cur.shard,
+            offset: cur.offset,
+            bytesDone: cur.bytes,
+            prefixSha384: cur.hash ? toHex(cur.hash.copy().digest()) : '',
+          }
+        : null;
+    // An offloaded record in progress: its bytes in this buffer go to the hash thread (before the
+    // buffer can be reused), which also reports the prefix digest for the checkpoint.
+    let hashed: Promise<void> | null = null;
+    if (cur && cur.hash === null && partial) {
+      const ops = [cur.key, cur.hashFrom, this.fill, (cur.begun ? 0 : BEGIN) | PREFIX];
+      cur.begun = true;
+      cur.hashFrom = 0;
+      hashed = this.hasher.run(buffer, ops).then((r) => {
+        partial.prefixSha384 = toHex(r[0]!.digest);
+      });
+      hashed.catch(() => undefined);
+    }
+    this.snapshots.set(index, { shardsDone: index + 1, recordsDone: this.lines.length, partial });
+    this.fill = 0;
+    this.buf = new Uint8Array(0);
     // A run that fits in one shard never wakes the worker pool.
     const codec = final && index === 0 ? inlineCodec : this.cfg.codec;
-    const job = this.sealAndStore(codec, index, final, plain);
-    job.catch((e) => this.fail(e));
+    const job = this.sealAndStore(codec, index, final, plain, hashed);
+    job.catch((e) => this.fail(internal(e)));
     this.inFlight.push(job);
-    while (this.inFlight.length >= (final ? 1 : this.maxInFlight)) {
+    // At most `workers + 1` shards are not yet durable when this returns: one storing while the
+    // others seal. That bounds memory and keeps checkpoints close behind the records fed.
+    while (this.inFlight.length > (final ? 0 : this.maxPending)) {
       await this.inFlight.shift()!.catch(() => undefined);
       if (this.failure !== null) throw this.failure;
     }
+    // Back-pressure: waits here while every shard buffer is being sealed.
+    if (!final) this.buf = (await this.plainPool.acquire()).subarray(0, this.cfg.shardSize);
+    if (this.failure !== null) throw this.failure;
   }
 
   private async sealAndStore(
@@ -420,30 +500,42 @@ class Writer implements ArchiveWriter {
     index: number,
     final: boolean,
     plain: Uint8Array,
+    hashed: Promise<void> | null,
   ): Promise<void> {
     const plainSize = plain.length;
-    const r = await codec.seal({
-      domain: 0,
-      seq: index,
-      final,
-      plain,
-      compress: this.cfg.compress,
-      key: this.cfg.dataKey,
-      binding: this.binding,
-      runTag: this.tag,
-      out: this.freeFrames.pop() ?? null,
-    });
-    if (r.plain.byteLength === this.cfg.shardSize && this.freePlain.length < this.maxInFlight)
-      this.freePlain.push(r.plain);
-    const key = layout.shard(this.job, this.runId, index);
-    await putObject(this.cfg.store, key, r.frame, {
-      contentLength: r.frame.length,
-      contentType: 'application/octet-stream',
-    });
-    // Recycle the frame's buffer once stored (only a whole buffer big enough for a full frame).
-    const whole = new Uint8Array(r.frame.buffer as ArrayBuffer);
-    if (whole.byteLength >= this.cfg.shardSize + 48 && this.freeFrames.length < this.maxInFlight)
-      this.freeFrames.push(whole);
+    let out: Uint8Array | null = null;
+    let r: Awaited<ReturnType<FrameCodec['seal']>>;
+    try {
+      out = await this.framePool.acquire();
+      r = await codec.seal({
+        domain: 0,
+        seq: index,
+        final,
+        plain,
+        compress: this.cfg.compress,
+        key: this.cfg.dataKey,
+        binding: this.binding,
+        runTag: this.tag,
+        out,
+      });
+      if (hashed) await hashed;
+    } catch (e) {
+      if (out !== null) this.framePool.release(out);
+      throw e;
+    } finally {
+      // The shard buffer is free once sealed and (for an offloaded record) hashed.
+      if (hashed) await hashed.catch(() => undefined);
+      this.plainPool.release(plain);
+    }
+    try {
+      const key = layout.shard(this.job, this.runId, index);
+      await putObject(this.cfg.store, key, r.frame, {
+        contentLength: r.frame.length,
+        contentType: 'application/octet-stream',
+      });
+    } finally {
+      this.framePool.release(out);
+    }
     this.shards[index] = {
       size: r.frame.length,
       plainSize,
@@ -451,6 +543,14 @@ class Writer implements ArchiveWriter {
       sha384: formatDigest(r.digest),
     };
     this.advanceDurable();
+  }
+
+  /** Hands the pools' buffers to the process-wide cache once nothing is in flight. */
+  private releasePools(): void {
+    if (this.buf.length > 0) this.plainPool.release(this.buf);
+    this.buf = new Uint8Array(0);
+    this.plainPool.dispose();
+    this.framePool.dispose();
   }
 
   private advanceDurable(): void {
@@ -502,6 +602,7 @@ class Writer implements ArchiveWriter {
     this.state = 'aborted';
     await Promise.allSettled(this.inFlight);
     this.inFlight = [];
+    this.releasePools();
     // Let every onShard callback for a stored shard run (the caller may save checkpoints there).
     await this.shardChain.catch(() => undefined);
   }
@@ -530,6 +631,7 @@ class Writer implements ArchiveWriter {
     await this.flush(true);
     for (const p of this.inFlight) await p.catch(() => undefined);
     this.inFlight = [];
+    this.releasePools();
     if (this.failure !== null) throw this.failure;
     await this.shardChain;
     if (this.failure !== null) throw this.failure;

@@ -46,8 +46,6 @@ export interface SealMessage {
 export interface SealResult {
   /** A view of `out` (or of a fresh buffer when `out` was missing or too small). */
   frame: Uint8Array;
-  /** The plaintext buffer, handed back so the caller can reuse it. */
-  plain: Uint8Array;
   /** SHA-384 of the whole frame. */
   digest: Uint8Array;
   zstd: boolean;
@@ -76,6 +74,8 @@ export type OpenResult = { ok: true; plain: Uint8Array } | { ok: false; failure:
 export interface CodecCore {
   sealFrame(m: SealMessage): SealResult;
   openFrame(m: OpenMessage): OpenResult;
+  /** Frees a large temporary buffer now (detaches it); for buffers nobody else holds. */
+  drop(u: Uint8Array): void;
   frameHeader(
     domain: number,
     seq: number,
@@ -98,7 +98,23 @@ export function codecCore(crypto: typeof NodeCrypto, zlib: typeof NodeZlib): Cod
   const PIECE = 256 * 1024; // the cipher runs fastest fed 64-256 KiB pieces
   const SAMPLE = 16 * 1024;
   const SAMPLES = 8;
-  const zstdOptions = { params: { [zlib.constants.ZSTD_c_compressionLevel]: 1 } };
+  // One output chunk of 1 MiB rather than many 16 KiB ones glued together afterwards.
+  const zstdOptions = { params: { [zlib.constants.ZSTD_c_compressionLevel]: 1 }, chunkSize: 1024 * 1024 };
+  // Scratch for a compressed payload being decrypted (reused: see SealMessage.out).
+  let scratch: Buffer | null = null;
+  // Frees a temporary (cipher output, zstd output) right away by detaching its ArrayBuffer, rather
+  // than leaving it for a garbage collector that, on a worker doing little JavaScript, may not run
+  // for tens of MiB. Only buffers of our own (never a shared pool slab: those are small) are freed.
+  function drop(u: Uint8Array): void {
+    const b = u.buffer as ArrayBuffer & { transfer?: (n: number) => ArrayBuffer };
+    if (!(b instanceof ArrayBuffer) || b.byteLength < 65536 || typeof b.transfer !== 'function') return;
+    try {
+      b.transfer(0);
+    } catch {
+      // Buffers owned by native code cannot be detached; the collector frees them later.
+    }
+  }
+
   function frameHeader(
     domain: number,
     seq: number,
@@ -166,18 +182,22 @@ export function codecCore(crypto: typeof NodeCrypto, zlib: typeof NodeZlib): Cod
     frame.set(header, 0);
     const cipher = crypto.createCipheriv('aes-256-gcm', m.key, nonce(m.domain, m.seq, m.final));
     cipher.setAAD(Buffer.concat([LABEL, header, m.binding]));
+    // The frame digest is taken piece by piece right after each piece is encrypted, while it is
+    // still in cache, rather than in a second pass over the whole frame.
+    const hash = crypto.createHash('sha384').update(header);
     let o = HEADER;
     for (let p = 0; p < payload.length; p += PIECE) {
       const c = cipher.update(payload.subarray(p, p + PIECE));
+      hash.update(c);
       frame.set(c, o);
       o += c.length;
+      drop(c);
     }
-    const tail = cipher.final();
+    const tail = Buffer.concat([cipher.final(), cipher.getAuthTag()]);
+    hash.update(tail);
     frame.set(tail, o);
-    o += tail.length;
-    frame.set(cipher.getAuthTag(), o);
-    const digest = crypto.createHash('sha384').update(frame).digest();
-    return { frame, plain: m.plain, digest, zstd: packed !== null };
+    if (packed !== null) drop(packed);
+    return { frame, digest: hash.digest(), zstd: packed !== null };
   }
 
   function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
@@ -218,15 +238,21 @@ export function codecCore(crypto: typeof NodeCrypto, zlib: typeof NodeZlib): Cod
     const decipher = crypto.createDecipheriv('aes-256-gcm', m.key, nonce(m.domain, m.seq, m.final));
     decipher.setAAD(Buffer.concat([LABEL, f.subarray(0, HEADER), m.binding]));
     decipher.setAuthTag(f.subarray(HEADER + stored));
-    const payload =
-      m.out !== null && m.out.byteLength >= stored
-        ? Buffer.from(m.out.buffer, m.out.byteOffset, stored)
-        : Buffer.allocUnsafe(stored);
+    let payload: Buffer;
+    if (m.out !== null && m.out.byteLength >= stored && !zstd) {
+      payload = Buffer.from(m.out.buffer, m.out.byteOffset, stored);
+    } else if (m.out !== null && zstd) {
+      if (scratch === null || scratch.length < stored) scratch = Buffer.allocUnsafeSlow(Math.max(stored, 1));
+      payload = scratch.subarray(0, stored);
+    } else {
+      payload = Buffer.allocUnsafe(stored);
+    }
     let o = 0;
     for (let p = HEADER; p < HEADER + stored; p += PIECE) {
       const c = decipher.update(f.subarray(p, Math.min(p + PIECE, HEADER + stored)));
       payload.set(c, o);
       o += c.length;
+      drop(c);
     }
     try {
       const tail = decipher.final();
@@ -237,13 +263,23 @@ export function codecCore(crypto: typeof NodeCrypto, zlib: typeof NodeZlib): Cod
     if (!zstd) return { ok: true, plain: payload };
     let plain: Buffer;
     try {
-      plain = zlib.zstdDecompressSync(payload, { maxOutputLength: Math.max(plainLength, 1) });
+      // One output chunk of the expected size: no gluing of many small chunks afterwards.
+      plain = zlib.zstdDecompressSync(payload, {
+        maxOutputLength: Math.max(plainLength, 1),
+        chunkSize: Math.min(Math.max(plainLength, 64), 64 * 1024 * 1024),
+      });
     } catch {
       return { ok: false, failure: 'length' };
     }
     if (plain.length !== plainLength) return { ok: false, failure: 'length' };
+    if (m.out !== null && m.out.byteLength >= plainLength) {
+      const into = Buffer.from(m.out.buffer, m.out.byteOffset, plainLength);
+      into.set(plain);
+      drop(plain);
+      return { ok: true, plain: into };
+    }
     return { ok: true, plain };
   }
 
-  return { sealFrame, openFrame, frameHeader };
+  return { sealFrame, openFrame, frameHeader, drop };
 }

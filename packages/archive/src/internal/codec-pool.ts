@@ -11,6 +11,7 @@ import * as zlib from 'node:zlib';
 import {
   type CodecCore,
   codecCore,
+  type OpenFailure,
   type OpenMessage,
   type OpenResult,
   type SealMessage,
@@ -40,39 +41,39 @@ export const inlineCodec: FrameCodec = {
 const WORKER_SOURCE = `'use strict';
 const { parentPort } = require('node:worker_threads');
 const core = (${codecCore.toString()})(require('node:crypto'), require('node:zlib'));
-function owns(u) {
-  // Transfer a buffer only when it is not a shared pooled slab (small Buffers share one).
-  return u.buffer instanceof ArrayBuffer && u.buffer.byteLength >= 65536;
+// Results written into the caller's shared buffer (\`out\`) travel back as a length only; anything
+// else is transferred when it owns its whole ArrayBuffer, else copied.
+function inOut(u, out) {
+  return out !== null && out.buffer instanceof SharedArrayBuffer && u.buffer === out.buffer;
 }
-function own(u) {
-  return owns(u) ? u : new Uint8Array(u);
+function movable(u) {
+  return u.buffer instanceof ArrayBuffer && u.byteOffset === 0 && u.byteLength === u.buffer.byteLength;
 }
-function post(message, list) {
-  try {
-    parentPort.postMessage(message, list);
-  } catch {
-    // Some native buffers (zlib output) cannot be transferred: copy them instead.
-    const r = message.r;
-    if (r.frame) r.frame = new Uint8Array(r.frame);
-    if (r.plain) r.plain = new Uint8Array(r.plain);
-    parentPort.postMessage(message);
-  }
+function ship(u) {
+  return movable(u) ? u : new Uint8Array(u);
 }
 parentPort.on('message', (msg) => {
   try {
     if (msg.op === 'seal') {
       const r = core.sealFrame(msg.m);
-      const frame = own(r.frame);
-      const list = [frame.buffer];
-      if (owns(r.plain) && r.plain.buffer !== frame.buffer) list.push(r.plain.buffer);
-      post({ id: msg.id, r: { frame, plain: r.plain, digest: new Uint8Array(r.digest), zstd: r.zstd } }, list);
+      const digest = new Uint8Array(r.digest);
+      if (inOut(r.frame, msg.m.out)) {
+        parentPort.postMessage({ id: msg.id, r: { length: r.frame.length, digest, zstd: r.zstd } });
+      } else {
+        const frame = ship(r.frame);
+        parentPort.postMessage({ id: msg.id, r: { frame, digest, zstd: r.zstd } }, [frame.buffer]);
+      }
     } else {
       const r = core.openFrame(msg.m);
-      if (r.ok) {
-        const plain = own(r.plain);
-        post({ id: msg.id, r: { ok: true, plain } }, [plain.buffer]);
-      } else {
+      // The frame was moved here for this call: free it now rather than at this thread's next GC.
+      if (msg.m.frame.buffer !== (r.ok ? r.plain.buffer : null)) core.drop(msg.m.frame);
+      if (!r.ok) {
         parentPort.postMessage({ id: msg.id, r });
+      } else if (inOut(r.plain, msg.m.out)) {
+        parentPort.postMessage({ id: msg.id, r: { ok: true, length: r.plain.length } });
+      } else {
+        const plain = ship(r.plain);
+        parentPort.postMessage({ id: msg.id, r: { ok: true, plain } }, [plain.buffer]);
       }
     }
   } catch (e) {
@@ -80,6 +81,10 @@ parentPort.on('message', (msg) => {
   }
 });
 `;
+
+/** A seal result as it crosses the thread boundary: the frame itself, or its length in `out`. */
+type SealReply = { frame?: Uint8Array; length?: number; digest: Uint8Array; zstd: boolean };
+type OpenReply = { ok: true; plain?: Uint8Array; length?: number } | { ok: false; failure: OpenFailure };
 
 interface Pending {
   resolve(value: unknown): void;
@@ -92,7 +97,10 @@ interface Slot {
   pending: Map<number, Pending>;
 }
 
-/** Buffers that can move to the worker without copying: large, and the view covers all of it. */
+/**
+ * Buffers that can move to the worker without copying: large, and the view covers all of it.
+ * SharedArrayBuffers (the writer's and verifier's pools) are shared, never moved.
+ */
 function transferable(...views: (Uint8Array | null)[]): ArrayBuffer[] {
   const out: ArrayBuffer[] = [];
   for (const u of views) {
@@ -167,12 +175,20 @@ class WorkerPool implements FrameCodec {
     });
   }
 
-  seal(m: SealMessage): Promise<SealResult> {
-    return this.call<SealResult>('seal', m, transferable(m.plain, m.out)) ?? inlineCodec.seal(m);
+  async seal(m: SealMessage): Promise<SealResult> {
+    const p = this.call<SealReply>('seal', m, transferable(m.plain, m.out));
+    if (p === null) return inlineCodec.seal(m);
+    const r = await p;
+    const frame = r.frame ?? m.out!.subarray(0, r.length);
+    return { frame, digest: r.digest, zstd: r.zstd };
   }
 
-  open(m: OpenMessage): Promise<OpenResult> {
-    return this.call<OpenResult>('open', m, transferable(m.frame, m.out)) ?? inlineCodec.open(m);
+  async open(m: OpenMessage): Promise<OpenResult> {
+    const p = this.call<OpenReply>('open', m, transferable(m.frame, m.out));
+    if (p === null) return inlineCodec.open(m);
+    const r = await p;
+    if (!r.ok) return r;
+    return { ok: true, plain: r.plain ?? m.out!.subarray(0, r.length) };
   }
 }
 

@@ -1,0 +1,196 @@
+/**
+ * SHA-384 of record plaintexts on a thread of its own.
+ *
+ * Why: sealing and verifying hash every byte twice (the record's plaintext, and the stored frame),
+ * and SHA-384 is most of the CPU cost. The frame hash runs in the codec workers; this service
+ * takes the record hash off the calling thread too, so the calling thread only moves bytes and
+ * two cores stay busy. Records are hashed in the order their ranges are submitted (one thread, a
+ * FIFO queue), so a record that spans several shard buffers keeps one running hash.
+ *
+ * A request names a buffer (a view of a SharedArrayBuffer, read in place, never copied) and a
+ * batch of operations, four numbers each: `key, start, end, flags` (flags: BEGIN starts a fresh
+ * hash, PREFIX reports the digest of everything so far, END reports the digest and forgets the
+ * key). The reply lists the digests asked for. Batching keeps it to one message per shard even
+ * when a shard holds thousands of small records. Without workers (or when a worker cannot start)
+ * the same code runs on the calling thread.
+ */
+import * as nodeCrypto from 'node:crypto';
+import { Worker } from 'node:worker_threads';
+
+export const BEGIN = 1;
+export const END = 2;
+export const PREFIX = 4;
+
+export interface HashDigest {
+  key: number;
+  /** PREFIX or END. */
+  kind: number;
+  digest: Uint8Array;
+}
+
+/** The hashing core, shared by the worker (as source text) and the inline fallback. */
+function hashCore(crypto: typeof nodeCrypto) {
+  const open = new Map<number, nodeCrypto.Hash>();
+  return function run(
+    buf: Uint8Array,
+    ops: number[],
+  ): { keys: number[]; kinds: number[]; digests: Uint8Array } {
+    const keys: number[] = [];
+    const kinds: number[] = [];
+    const parts: Uint8Array[] = [];
+    for (let i = 0; i + 3 < ops.length; i += 4) {
+      const key = ops[i]!;
+      const start = ops[i + 1]!;
+      const end = ops[i + 2]!;
+      const flags = ops[i + 3]!;
+      let h = open.get(key);
+      if (h === undefined || (flags & 1) !== 0) {
+        h = crypto.createHash('sha384');
+        open.set(key, h);
+      }
+      if (end > start) h.update(buf.subarray(start, end));
+      if ((flags & 4) !== 0) {
+        keys.push(key);
+        kinds.push(4);
+        parts.push(h.copy().digest());
+      }
+      if ((flags & 2) !== 0) {
+        keys.push(key);
+        kinds.push(2);
+        parts.push(h.digest());
+        open.delete(key);
+      }
+    }
+    const digests = new Uint8Array(parts.length * 48);
+    for (let i = 0; i < parts.length; i++) digests.set(parts[i]!, i * 48);
+    return { keys, kinds, digests };
+  };
+}
+
+const WORKER_SOURCE = `'use strict';
+const { parentPort } = require('node:worker_threads');
+const run = (${hashCore.toString()})(require('node:crypto'));
+parentPort.on('message', (msg) => {
+  if (msg.forget !== undefined) return run(new Uint8Array(0), msg.forget);
+  try {
+    const r = run(msg.buf, msg.ops);
+    parentPort.postMessage({ id: msg.id, r }, [r.digests.buffer]);
+  } catch (e) {
+    parentPort.postMessage({ id: msg.id, error: String((e && e.code) || 'hash failure') });
+  }
+});
+`;
+
+function unpack(r: { keys: number[]; kinds: number[]; digests: Uint8Array }): HashDigest[] {
+  return r.keys.map((key, i) => ({
+    key,
+    kind: r.kinds[i]!,
+    digest: r.digests.subarray(i * 48, i * 48 + 48),
+  }));
+}
+
+export interface RecordHasher {
+  /** Whether hashing runs on another thread (else every call completes on the calling thread). */
+  readonly offThread: boolean;
+  /** A key no other user of this hasher has. */
+  newKey(): number;
+  /**
+   * Runs `ops` over `buf`. With `offThread`, `buf` must be a view of a SharedArrayBuffer and its
+   * bytes in the named ranges must not change until the promise settles.
+   */
+  run(buf: Uint8Array, ops: number[]): Promise<HashDigest[]>;
+  /** Drops the running hashes of `keys` (a record abandoned half-way). */
+  forget(keys: number[]): void;
+}
+
+let nextKey = 1;
+
+class InlineHasher implements RecordHasher {
+  readonly offThread: boolean = false;
+  private readonly core = hashCore(nodeCrypto);
+  newKey(): number {
+    return nextKey++;
+  }
+  async run(buf: Uint8Array, ops: number[]): Promise<HashDigest[]> {
+    return unpack(this.core(buf, ops));
+  }
+  forget(keys: number[]): void {
+    const ops: number[] = [];
+    for (const k of keys) ops.push(k, 0, 0, BEGIN | END);
+    this.core(new Uint8Array(0), ops);
+  }
+}
+
+interface Pending {
+  resolve(v: HashDigest[]): void;
+  reject(e: unknown): void;
+}
+
+class WorkerHasher implements RecordHasher {
+  readonly offThread: boolean = true;
+  private readonly worker: Worker;
+  private readonly pending = new Map<number, Pending>();
+  private nextId = 1;
+  failed = false;
+
+  constructor() {
+    this.worker = new Worker(WORKER_SOURCE, { eval: true });
+    this.worker.on('message', (msg: { id: number; r?: Parameters<typeof unpack>[0]; error?: string }) => {
+      const p = this.pending.get(msg.id);
+      if (!p) return;
+      this.pending.delete(msg.id);
+      if (this.pending.size === 0) this.worker.unref();
+      if (msg.r !== undefined) p.resolve(unpack(msg.r));
+      else p.reject(new Error(`record hash worker: ${msg.error}`));
+    });
+    const stop = () => {
+      this.failed = true;
+      for (const p of this.pending.values()) p.reject(new Error('record hash worker stopped'));
+      this.pending.clear();
+    };
+    this.worker.on('error', stop);
+    this.worker.on('exit', stop);
+    this.worker.unref();
+  }
+
+  newKey(): number {
+    return nextKey++;
+  }
+
+  run(buf: Uint8Array, ops: number[]): Promise<HashDigest[]> {
+    if (this.failed) return Promise.reject(new Error('record hash worker stopped'));
+    if (!(buf.buffer instanceof SharedArrayBuffer))
+      return Promise.reject(new TypeError('record hash worker needs a shared buffer'));
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      if (this.pending.size === 1) this.worker.ref();
+      this.worker.postMessage({ id, buf, ops });
+    });
+  }
+
+  forget(keys: number[]): void {
+    if (this.failed || keys.length === 0) return;
+    const ops: number[] = [];
+    for (const k of keys) ops.push(k, 0, 0, BEGIN | END);
+    this.worker.postMessage({ forget: ops });
+  }
+}
+
+const inline = new InlineHasher();
+let shared: WorkerHasher | null = null;
+let broken = false;
+
+/** The process's record hasher: one worker thread when `offThread`, else the inline one. */
+export function recordHasher(offThread: boolean): RecordHasher {
+  if (!offThread || broken) return inline;
+  if (shared === null || shared.failed) {
+    try {
+      shared = new WorkerHasher();
+    } catch {
+      broken = true;
+      return inline;
+    }
+  }
+  return shared;
+}
