@@ -46,7 +46,7 @@ export {
   RestoreError,
   type RestoreErrorCode,
 } from './errors.ts';
-export { APPLY_WINDOW_MS, planRestore, SAMPLE_ROWS, SKIPPED_LIST_MAX } from './plan.ts';
+export { APPLY_WINDOW_MS, planFromIndex, planRestore, SAMPLE_ROWS, SKIPPED_LIST_MAX } from './plan.ts';
 export { type PlanDocument, planHashOf } from './plan-hash.ts';
 export { estimateRto, type JobRto, RTO_WINDOW, type RtoEstimate } from './rto.ts';
 export { confine, unsafeFileName } from './target.ts';

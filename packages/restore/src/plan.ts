@@ -493,3 +493,12 @@ export async function computePlan(
 export async function planRestore(options: PlanOptions): Promise<RestorePlan> {
   return (await computePlan(options, true, true)).plan;
 }
+
+/**
+ * The plan as an apply would recompute it: from the index only (no record is read, so
+ * `recordsVerified` is 0) and without asking the target. The engine uses it for the approval gate
+ * and the request route, where only the plan hash and counts matter. Throws as `planRestore`.
+ */
+export async function planFromIndex(options: PlanOptions): Promise<RestorePlan> {
+  return (await computePlan(options, false, false)).plan;
+}

@@ -11,6 +11,7 @@ import cors from '@fastify/cors';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { sendNotFound } from '../../plugins/replies.ts';
 import auditRoutes from '../audit/index.ts';
+import restoreRoutes from '../restore/index.ts';
 import runsRoutes from '../runs/index.ts';
 import supportRoutes from '../support/index.ts';
 import healthRoute from './health.ts';
@@ -57,6 +58,7 @@ export default async function adminFamily(app: FastifyInstance): Promise<void> {
     await authed.register(auditRoutes);
     await authed.register(supportRoutes);
     await authed.register(runsRoutes);
+    await authed.register(restoreRoutes);
   });
 
   app.setNotFoundHandler(async (request: FastifyRequest, reply: FastifyReply) => {

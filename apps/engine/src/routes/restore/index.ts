@@ -1,0 +1,661 @@
+/**
+ * The restore routes (specification "Restore"; docs/restore.md is normative for bodies and
+ * replies): dry run and apply, the approval routes, verify, keyless attestation, drills and the
+ * recovery-time estimate. Logic lives in @coffer/restore; this plugin maps HTTP onto it.
+ *
+ * Apply gate order of `POST /admin/restore` with `confirm: true`, exactly:
+ * (1) capability `restore.apply`, evaluated on the parsed body before the rate limiter and before
+ *     anything is read: 403 plus a `restore-apply-denied` audit event;
+ * (2) when an owner turned approval on: a usable approval for the server-recomputed plan hash,
+ *     else 403 `{ error: 'restore not approved', planHash }` (and a denied-apply event);
+ * (3) and (4) phase one (verify everything, write nothing) and phase two (re-verify each record
+ *     right before its write) in the background; the reply is 202 with an apply id to poll.
+ *
+ * Security-relevant behaviour: request bodies are checked by `validateRestoreRequest` before any
+ * read (exact 400 messages); replies and audit events carry plan hashes, counts and reasons, never
+ * tokens, keys or record bytes; the bare admin token (no subject) can neither request nor approve.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { can, forbiddenBody } from '@coffer/authz';
+import {
+  type ApplyProgress,
+  type ApplyReceipt,
+  applyRestore,
+  approveRestore,
+  attestRun,
+  checkRestoreApproval,
+  type DrillEvidence,
+  estimateRto,
+  isRestoreError,
+  listRestoreApprovals,
+  planFromIndex,
+  planRestore,
+  recordDryRun,
+  rejectRestore,
+  requestRestoreApproval,
+  reserveRestoreApproval,
+  runDrill,
+  settleRestoreApproval,
+  validateRestoreRequest,
+  verifyRestore,
+} from '@coffer/restore';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import {
+  APPROVAL_ENABLED_KEY,
+  APPROVAL_MIN_DELAY_KEY,
+  approvalPolicy,
+  DRILL_EVIDENCE_PREFIX,
+  planOptionsFor,
+  sourceConfigOf,
+} from './context.ts';
+
+interface ApplyState {
+  applyId: string;
+  status: 'running' | ApplyReceipt['status'] | 'error';
+  planHash: string;
+  runId: string;
+  job: string | null;
+  startedAt: string;
+  progress: ApplyProgress | null;
+  receipt?: ApplyReceipt;
+  error?: string;
+  controller: AbortController;
+}
+
+interface DrillSession {
+  sessionId: string;
+  job: string;
+  runId: string;
+  startedAt: string;
+}
+
+const PlanHashBody = Type.Object(
+  {
+    planHash: Type.String({ pattern: '^sha384:[0-9a-f]{96}$' }),
+    reason: Type.Optional(Type.String({ maxLength: 500 })),
+  },
+  { additionalProperties: false },
+);
+const ApplyIdBody = Type.Object(
+  { applyId: Type.String({ pattern: '^rap_[0-9a-f]{24}$' }) },
+  { additionalProperties: false },
+);
+const PolicyBody = Type.Object(
+  { enabled: Type.Boolean(), minDelaySeconds: Type.Optional(Type.Integer({ minimum: 0, maximum: 86_400 })) },
+  { additionalProperties: false },
+);
+const DrillBody = Type.Object(
+  {
+    job: Type.String({ minLength: 1, maxLength: 128 }),
+    runId: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
+  },
+  { additionalProperties: false },
+);
+/** The RestoreRequest body is checked in code (exact 400 messages); the schema documents it only. */
+const RestoreBody = Type.Unknown({ description: 'RestoreRequest (docs/restore.md)' });
+
+function sendRestoreError(reply: FastifyReply, e: unknown): FastifyReply {
+  if (!isRestoreError(e)) throw e;
+  if (e.retryAfterSeconds !== undefined) reply.header('retry-after', String(e.retryAfterSeconds));
+  return reply.code(e.status).send(e.toJSON());
+}
+
+function actor(request: FastifyRequest) {
+  return { subject: request.caller?.subject ?? null, email: request.caller?.email ?? null };
+}
+
+export default async function restoreRoutes(app: FastifyInstance): Promise<void> {
+  const state = app.engine.state;
+  const applies = new Map<string, ApplyState>();
+  let drill: DrillSession | null = null;
+  let lastDrill: DrillEvidence | null = null;
+  const applyCapability = app.requireCapability('restore.apply');
+
+  // (1) then the rate limiter: the capability depends on `confirm`, so it runs on the parsed body.
+  async function applyGate(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const body = request.body as { confirm?: unknown } | null | undefined;
+    if (body && typeof body === 'object' && body.confirm === true) {
+      await applyCapability(request, reply);
+      if (reply.sent) {
+        await app.audit.forRequest(request, {
+          action: 'restore-apply-denied',
+          outcome: 'refused',
+          target: null,
+          detail: { reason: 'capability', required: 'restore.apply' },
+        });
+        return;
+      }
+    }
+    await app.rateLimitCaller(request, reply);
+  }
+
+  app.post(
+    '/restore',
+    {
+      preValidation: [applyGate],
+      config: { capability: 'restore.apply' },
+      schema: {
+        summary: 'Dry run (any authenticated caller) or apply (`confirm: true`, restore.apply) of a restore',
+        operationId: 'restore',
+        tags: ['admin', 'restore'],
+        body: RestoreBody,
+      },
+    },
+    async (request, reply) => {
+      try {
+        const req = validateRestoreRequest(request.body);
+        const options = await planOptionsFor(app, req);
+        if (!req.confirm) {
+          const plan = await planRestore(options);
+          await recordDryRun(state.settings, plan);
+          return plan;
+        }
+        // (2) approval, against the plan recomputed from the index.
+        const policy = await approvalPolicy(app);
+        const plan = await planFromIndex(options);
+        if (!plan.ok) return reply.code(409).send({ error: `restore cannot be applied: ${plan.reason}` });
+        if (req.planHash !== undefined && req.planHash !== plan.planHash)
+          return reply.code(409).send({
+            error: 'the restore plan changed since it was reviewed: run the dry run again',
+            planHash: plan.planHash,
+          });
+        let approval: Awaited<ReturnType<typeof checkRestoreApproval>> | null = null;
+        let release: (() => Promise<void>) | null = null;
+        if (policy.enabled) {
+          try {
+            approval = await checkRestoreApproval({ approvals: state.approvals, plan });
+          } catch (e) {
+            await app.audit.forRequest(request, {
+              action: 'restore-apply-denied',
+              outcome: 'refused',
+              target: plan.job,
+              detail: { reason: 'not-approved', planHash: plan.planHash },
+            });
+            return sendRestoreError(reply, e);
+          }
+        }
+        const applyId = `rap_${randomBytes(12).toString('hex')}`;
+        if (approval)
+          release = await reserveRestoreApproval({ leases: state.leases, approval, holder: applyId });
+        const st: ApplyState = {
+          applyId,
+          status: 'running',
+          planHash: plan.planHash!,
+          runId: plan.runId,
+          job: plan.job,
+          startedAt: new Date().toISOString(),
+          progress: null,
+          controller: new AbortController(),
+        };
+        applies.set(applyId, st);
+        const auditActor = app.audit.actorOf(request);
+        // (3) and (4) in the background.
+        void (async () => {
+          try {
+            const receipt = await applyRestore({
+              ...options,
+              request: { ...req, planHash: plan.planHash! },
+              signal: st.controller.signal,
+              onProgress: (p) => {
+                st.progress = p;
+              },
+            });
+            st.receipt = receipt;
+            st.status = receipt.status;
+            const consumed = approval
+              ? await settleRestoreApproval({ approvals: state.approvals, approval, receipt })
+              : false;
+            await app.audit.append({
+              ...auditActor,
+              action: 'restore-apply',
+              outcome: receipt.status === 'succeeded' ? 'applied' : 'failed',
+              target: receipt.job,
+              approver:
+                consumed && approval?.decidedBy
+                  ? { email: approval.decidedByEmail, subject: approval.decidedBy }
+                  : null,
+              detail: {
+                planHash: receipt.planHash,
+                runId: receipt.runId,
+                written: receipt.written,
+                skipped: receipt.skippedCount,
+                cancelled: receipt.cancelled,
+                status: receipt.status,
+              },
+            });
+          } catch (e) {
+            st.status = 'error';
+            st.error = isRestoreError(e) ? e.message : 'restore apply failed';
+            app.log.warn({ applyId, code: (e as { code?: unknown }).code }, 'restore apply failed');
+          } finally {
+            await release?.();
+            const { controller: _c, ...persisted } = st;
+            await state.settings.set(`restore.apply.${applyId}`, persisted).catch(() => undefined);
+          }
+        })();
+        return reply.code(202).send({
+          ok: true,
+          mode: 'apply',
+          applyId,
+          status: 'running',
+          planHash: plan.planHash,
+          plannedWrites: plan.plannedWrites,
+          poll: `/admin/restore/applies?id=${applyId}`,
+        });
+      } catch (e) {
+        return sendRestoreError(reply, e);
+      }
+    },
+  );
+
+  app.get<{ Querystring: { id?: string } }>(
+    '/restore/applies',
+    {
+      schema: {
+        summary: 'Progress and receipt of a background restore apply (?id=)',
+        operationId: 'restoreApplies',
+        tags: ['admin', 'restore'],
+        querystring: Type.Object({ id: Type.Optional(Type.String({ maxLength: 64 })) }),
+      },
+    },
+    async (request, reply) => {
+      const id = request.query.id;
+      const view = (s: ApplyState | Omit<ApplyState, 'controller'>) => {
+        const { controller: _c, ...rest } = s as ApplyState;
+        return rest;
+      };
+      if (id === undefined) return { applies: [...applies.values()].map(view) };
+      const live = applies.get(id);
+      if (live) return view(live);
+      const stored = await state.settings.get<Omit<ApplyState, 'controller'>>(`restore.apply.${id}`);
+      if (stored && /^rap_[0-9a-f]{24}$/.test(id)) return stored;
+      return reply.code(404).send({ error: 'restore apply not found' });
+    },
+  );
+
+  app.post<{ Body: { applyId: string } }>(
+    '/restore/cancel',
+    {
+      onRequest: [app.requireCapability('restore.apply'), app.rateLimitCaller],
+      config: { capability: 'restore.apply' },
+      schema: {
+        summary: 'Cancel a running apply (written records stay)',
+        operationId: 'restoreCancel',
+        tags: ['admin', 'restore'],
+        body: ApplyIdBody,
+      },
+    },
+    async (request, reply) => {
+      const st = applies.get(request.body.applyId);
+      if (!st) return reply.code(404).send({ error: 'restore apply not found' });
+      st.controller.abort();
+      return { ok: true, applyId: st.applyId, status: st.status };
+    },
+  );
+
+  app.post(
+    '/restore/request',
+    {
+      onRequest: [app.requireCapability('restore.request'), app.rateLimitCaller],
+      config: { capability: 'restore.request' },
+      schema: {
+        summary: 'Raise a restore approval request against a dry-run plan',
+        operationId: 'restoreRequest',
+        tags: ['admin', 'restore'],
+        body: RestoreBody,
+      },
+    },
+    async (request, reply) => {
+      try {
+        const req = validateRestoreRequest(request.body);
+        const plan = await planFromIndex(await planOptionsFor(app, req));
+        const a = await requestRestoreApproval({
+          approvals: state.approvals,
+          registry: state.settings,
+          plan,
+          requester: actor(request),
+        });
+        await app.audit.forRequest(request, {
+          action: 'restore-request',
+          outcome: 'queued',
+          target: plan.job,
+          detail: { planHash: plan.planHash, runId: plan.runId, records: plan.plannedWrites },
+        });
+        return { ok: true, approval: a };
+      } catch (e) {
+        return sendRestoreError(reply, e);
+      }
+    },
+  );
+
+  app.post<{ Body: { planHash: string } }>(
+    '/restore/approve',
+    {
+      onRequest: [app.requireCapability('restore.approve'), app.rateLimitCaller],
+      config: { capability: 'restore.approve' },
+      schema: {
+        summary: 'Approve a pending restore request (another person)',
+        operationId: 'restoreApprove',
+        tags: ['admin', 'restore'],
+        body: PlanHashBody,
+      },
+    },
+    async (request, reply) => {
+      try {
+        const policy = await approvalPolicy(app);
+        const a = await approveRestore({
+          approvals: state.approvals,
+          planHash: request.body.planHash,
+          approver: actor(request),
+          minDelayMs: policy.minDelaySeconds * 1000,
+        });
+        await app.audit.forRequest(request, {
+          action: 'restore-approve',
+          outcome: 'applied',
+          target: typeof a.detail.job === 'string' ? a.detail.job : null,
+          detail: { planHash: a.subjectHash, requestedBy: a.requestedBy },
+        });
+        return { ok: true, approval: a };
+      } catch (e) {
+        return sendRestoreError(reply, e);
+      }
+    },
+  );
+
+  app.post<{ Body: { planHash: string; reason?: string } }>(
+    '/restore/reject',
+    {
+      onRequest: [app.rateLimitCaller],
+      schema: {
+        summary: 'Reject (or withdraw) a pending restore request',
+        operationId: 'restoreReject',
+        tags: ['admin', 'restore'],
+        body: PlanHashBody,
+      },
+    },
+    async (request, reply) => {
+      const caller = request.caller!;
+      if (!can(caller.authz, 'restore.approve') && !can(caller.authz, 'restore.request'))
+        return reply.code(403).send(forbiddenBody('restore.approve', caller.authz));
+      try {
+        const a = await rejectRestore({
+          approvals: state.approvals,
+          planHash: request.body.planHash,
+          by: actor(request),
+          ...(request.body.reason === undefined ? {} : { reason: request.body.reason }),
+        });
+        await app.audit.forRequest(request, {
+          action: 'restore-reject',
+          outcome: 'applied',
+          target: typeof a.detail.job === 'string' ? a.detail.job : null,
+          detail: { planHash: a.subjectHash },
+        });
+        return { ok: true, approval: a };
+      } catch (e) {
+        return sendRestoreError(reply, e);
+      }
+    },
+  );
+
+  app.get(
+    '/restore/approvals',
+    {
+      schema: {
+        summary: 'Restore approvals, newest first',
+        operationId: 'restoreApprovals',
+        tags: ['admin', 'restore'],
+      },
+    },
+    async () => {
+      const policy = await approvalPolicy(app);
+      return {
+        approvalRequired: policy.enabled,
+        minDelaySeconds: policy.minDelaySeconds,
+        approvals: await listRestoreApprovals({ approvals: state.approvals }),
+      };
+    },
+  );
+
+  app.post<{ Body: { enabled: boolean; minDelaySeconds?: number } }>(
+    '/restore/approval-policy',
+    {
+      onRequest: [app.requireCapability('keys.ceremony'), app.rateLimitCaller],
+      config: { capability: 'keys.ceremony' },
+      schema: {
+        summary: 'Turn restore approval (dual control) on or off (owner)',
+        operationId: 'restoreApprovalPolicy',
+        tags: ['admin', 'restore'],
+        body: PolicyBody,
+      },
+    },
+    async (request) => {
+      await state.settings.set(APPROVAL_ENABLED_KEY, request.body.enabled);
+      if (request.body.minDelaySeconds !== undefined)
+        await state.settings.set(APPROVAL_MIN_DELAY_KEY, request.body.minDelaySeconds);
+      return { ok: true, ...(await approvalPolicy(app)) };
+    },
+  );
+
+  app.post(
+    '/restore/verify',
+    {
+      onRequest: [app.requireCapability('restore.verify'), app.rateLimitCaller],
+      config: { capability: 'restore.verify' },
+      schema: {
+        summary: 'Verify every in-scope record of a restore request (writes nothing)',
+        operationId: 'restoreVerify',
+        tags: ['admin', 'restore'],
+        body: RestoreBody,
+      },
+    },
+    async (request, reply) => {
+      try {
+        const req = validateRestoreRequest(request.body);
+        return await verifyRestore(await planOptionsFor(app, req));
+      } catch (e) {
+        return sendRestoreError(reply, e);
+      }
+    },
+  );
+
+  app.post(
+    '/restore/attest',
+    {
+      onRequest: [app.requireCapability('restore.verify'), app.rateLimitCaller],
+      config: { capability: 'restore.verify' },
+      schema: {
+        summary: 'Keyless attestation: signature, completeness, anti-rollback',
+        operationId: 'restoreAttest',
+        tags: ['admin', 'restore'],
+        body: RestoreBody,
+      },
+    },
+    async (request, reply) => {
+      try {
+        const req = validateRestoreRequest(request.body);
+        const opts = await planOptionsFor(app, req);
+        const store = app.engine.destinations.get(req.destinationId ?? 'default');
+        if (!store) return reply.code(400).send({ error: 'destinationId names no configured destination' });
+        const latest = opts.job ? await state.runs.latestOk(opts.job) : null;
+        return await attestRun(store, {
+          runId: req.runId,
+          ...(opts.job ? { job: opts.job } : {}),
+          signerPublicKey: app.engine.keys.signer.publicKey,
+          ...(latest ? { expectedLatest: { runId: latest.id } } : {}),
+        });
+      } catch (e) {
+        return sendRestoreError(reply, e);
+      }
+    },
+  );
+
+  // Drills: one attended session at a time.
+  const scratchDir = join(app.engine.config.dataDir, 'drills');
+  app.post<{ Body: { job: string; runId?: string } }>(
+    '/drill/run',
+    {
+      onRequest: [app.requireCapability('drill.run'), app.rateLimitCaller],
+      config: { capability: 'drill.run' },
+      schema: {
+        summary: 'Restore a run into a scratch target and compare (a drill)',
+        operationId: 'drillRun',
+        tags: ['admin', 'restore'],
+        body: DrillBody,
+      },
+    },
+    async (request, reply) => {
+      if (drill)
+        return reply
+          .code(409)
+          .send({ error: 'a drill session is already running', sessionId: drill.sessionId });
+      const job = await state.jobs.get(request.body.job);
+      if (!job) return reply.code(404).send({ error: 'job not found' });
+      const run = request.body.runId
+        ? await state.runs.get(request.body.runId)
+        : await state.runs.latestOk(job.id);
+      if (!run || run.jobId !== job.id) return reply.code(404).send({ error: 'run not found' });
+      const key = app.engine.keys.operational?.secretKey;
+      if (!key)
+        return reply.code(409).send({ error: 'no operational key: this engine cannot read archives back' });
+      const session: DrillSession = {
+        sessionId: `drs_${randomBytes(12).toString('hex')}`,
+        job: job.id,
+        runId: run.id,
+        startedAt: new Date().toISOString(),
+      };
+      drill = session;
+      mkdirSync(scratchDir, { recursive: true, mode: 0o700 });
+      const source = sourceConfigOf(job.config.source as Record<string, unknown> | undefined, job.id);
+      const dests = (job.config.destinations as string[] | undefined) ?? ['default'];
+      const store =
+        app.engine.destinations.get(dests[0] ?? 'default') ?? app.engine.destinations.get('default')!;
+      void (async () => {
+        try {
+          const ev = await runDrill({
+            store,
+            job: job.id,
+            runId: run.id,
+            operationalSecretKey: key,
+            signerPublicKey: app.engine.keys.signer.publicKey,
+            trigger: 'manual',
+            scratch: {
+              dir: scratchDir,
+              ...(source?.type === 'redis' ? { redis: { url: source.url, db: source.db ?? 0 } } : {}),
+              ...(source?.type === 's3'
+                ? { s3: { ...source, prefix: `${source.prefix ? `${source.prefix}/` : ''}coffer-drills` } }
+                : {}),
+            },
+          });
+          lastDrill = ev;
+          await state.settings.set(`${DRILL_EVIDENCE_PREFIX}${ev.id}`, ev);
+        } catch (e) {
+          app.log.warn({ code: (e as { code?: unknown }).code }, 'drill failed');
+        } finally {
+          drill = null;
+        }
+      })();
+      return reply
+        .code(202)
+        .send({ ok: true, sessionId: session.sessionId, job: job.id, runId: run.id, status: 'running' });
+    },
+  );
+
+  async function evidence(): Promise<DrillEvidence[]> {
+    return (await state.settings.list(DRILL_EVIDENCE_PREFIX))
+      .map((s) => s.value as DrillEvidence)
+      .sort((a, b) => (a.startedAt < b.startedAt ? 1 : -1));
+  }
+
+  app.get(
+    '/attest/session/status',
+    {
+      onRequest: [app.requireCapability('drill.run')],
+      config: { capability: 'drill.run' },
+      schema: {
+        summary: 'The attended drill session: running or idle, and the last result',
+        operationId: 'attestSessionStatus',
+        tags: ['admin', 'restore'],
+      },
+    },
+    async () => ({
+      active: drill !== null,
+      ...(drill ? { session: drill } : {}),
+      last: lastDrill ?? (await evidence())[0] ?? null,
+    }),
+  );
+
+  app.get(
+    '/drill-all',
+    {
+      schema: {
+        summary: 'Latest drill per job, with its verdict',
+        operationId: 'drillAll',
+        tags: ['admin', 'restore'],
+      },
+    },
+    async () => {
+      const all = await evidence();
+      const jobs = (await state.jobs.list()).map((j) => {
+        const last = all.find((e) => e.job === j.id) ?? null;
+        return {
+          job: j.id,
+          lastDrill: last
+            ? {
+                id: last.id,
+                runId: last.runId,
+                verdict: last.verdict,
+                startedAt: last.startedAt,
+                durationMs: last.durationMs,
+              }
+            : null,
+        };
+      });
+      return { jobs, running: drill };
+    },
+  );
+
+  app.get<{ Querystring: { id?: string; job?: string } }>(
+    '/drill-evidence',
+    {
+      schema: {
+        summary: 'Recorded drill evidence (?id= one, ?job= one job), newest first',
+        operationId: 'drillEvidence',
+        tags: ['admin', 'restore'],
+        querystring: Type.Object({
+          id: Type.Optional(Type.String({ maxLength: 64 })),
+          job: Type.Optional(Type.String({ maxLength: 128 })),
+        }),
+      },
+    },
+    async (request, reply) => {
+      const all = await evidence();
+      if (request.query.id !== undefined) {
+        const one = all.find((e) => e.id === request.query.id);
+        return one ?? reply.code(404).send({ error: 'drill evidence not found' });
+      }
+      return {
+        evidence: request.query.job === undefined ? all : all.filter((e) => e.job === request.query.job),
+      };
+    },
+  );
+
+  app.get(
+    '/rto',
+    {
+      onRequest: [app.requireCapability('reports.read')],
+      config: { capability: 'reports.read' },
+      schema: {
+        summary: 'Recovery-time estimate per job and fleet, from drill history',
+        operationId: 'rto',
+        tags: ['admin', 'restore'],
+      },
+    },
+    async () => {
+      const jobs = (await state.jobs.list()).map((j) => j.id);
+      return estimateRto(await evidence(), { jobs });
+    },
+  );
+}
