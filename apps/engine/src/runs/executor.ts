@@ -72,8 +72,19 @@ export interface ExecutorDeps {
   destinations: ReadonlyMap<string, ObjectStore>;
   openSource: (job: RunJob) => Promise<RunSource>;
   log: RunLogger;
-  /** Minimum time between two checkpoint saves (default 2000 ms; the first shard saves at once). */
+  /**
+   * Minimum time between two checkpoint saves (default 10 000 ms; the first stored shard saves at
+   * once; 0 saves after every stored shard, which tests use).
+   */
   checkpointIntervalMs?: number;
+  /**
+   * Largest share of the run's wall time spent saving checkpoints (default 0.05): after a save
+   * that took `d` ms the next one waits at least `d / share` ms. A writer checkpoint carries the
+   * index lines of every finished record (about 200 bytes each) and is re-sealed and re-signed
+   * whole at each save, so its cost grows with the run; this keeps it a bounded fraction. Not
+   * applied when `checkpointIntervalMs` is 0.
+   */
+  checkpointCostShare?: number;
   /** Archive writer worker threads (default: the archive's default). */
   workers?: number;
   /** Plaintext bytes per shard (default: the archive's 8 MiB). */
@@ -102,6 +113,8 @@ interface Lane {
 }
 
 const SMALL = 1024 * 1024;
+const DEFAULT_CHECKPOINT_INTERVAL_MS = 10_000;
+const DEFAULT_CHECKPOINT_COST_SHARE = 0.05;
 
 /** Metadata values the archive index accepts: JSON scalars; anything else is kept as JSON text. */
 function scalarMetadata(m: Record<string, unknown>): Record<string, string | number | boolean | null> {
@@ -357,6 +370,9 @@ export async function attemptRun(
         failDestination(l, err);
       }
     }
+    // Progress for readers of the run (history, replication): the copies are sealed, read-back
+    // follows. Best effort: the outcome is recorded at the end whatever happens here.
+    await deps.state.runs.update(run.id, { destinations: dests }).catch(() => undefined);
     let records = 0;
     let bytes = 0;
     for (const s of sealed) {
@@ -438,6 +454,8 @@ class CheckpointSaver {
   private readonly failed: Record<string, { reason: string; causeDigest: string }>;
   private readonly vanished: () => VanishedMark[];
   private last = 0;
+  /** Wall time of the last save (ms). */
+  private cost = 0;
   private chain: Promise<void> = Promise.resolve();
   private pending = false;
   private timer: NodeJS.Timeout | null = null;
@@ -463,7 +481,10 @@ class CheckpointSaver {
     this.shards.set(destId, Math.max(this.shards.get(destId) ?? 0, shardsDone));
     if (this.pending) return;
     this.pending = true;
-    const wait = Math.max(0, this.last + (this.deps.checkpointIntervalMs ?? 2000) - Date.now());
+    const interval = this.deps.checkpointIntervalMs ?? DEFAULT_CHECKPOINT_INTERVAL_MS;
+    const share = this.deps.checkpointCostShare ?? DEFAULT_CHECKPOINT_COST_SHARE;
+    const gap = interval === 0 ? 0 : Math.max(interval, share > 0 ? this.cost / share : 0);
+    const wait = Math.max(0, this.last + gap - Date.now());
     const go = () => {
       this.timer = null;
       this.chain = this.chain.then(() => this.save());
@@ -493,7 +514,8 @@ class CheckpointSaver {
 
   private async save(): Promise<void> {
     this.pending = false;
-    this.last = Date.now();
+    const started = Date.now();
+    this.last = started;
     const shards = Object.fromEntries(this.shards);
     try {
       const writers: Record<string, Uint8Array> = {};
@@ -507,6 +529,7 @@ class CheckpointSaver {
         vanished: this.vanished(),
       });
       await this.deps.state.checkpoints.put(this.runId, this.job, bytes);
+      this.cost = Date.now() - started;
       this.deps.log.info(
         {
           event: 'run-checkpoint',
@@ -514,6 +537,7 @@ class CheckpointSaver {
           runId: this.runId,
           shardsDone: shards,
           bytes: bytes.length,
+          ms: this.cost,
         },
         `run ${this.runId}: checkpoint saved`,
       );

@@ -65,7 +65,10 @@ export interface RunServiceOptions {
   faults?: FaultRegistry | null;
   openSource?: (job: RunJob) => Promise<RunSource>;
   now?: () => Date;
-  executor?: Pick<ExecutorDeps, 'checkpointIntervalMs' | 'workers' | 'shardSize' | 'readAhead'>;
+  executor?: Pick<
+    ExecutorDeps,
+    'checkpointIntervalMs' | 'checkpointCostShare' | 'workers' | 'shardSize' | 'readAhead'
+  >;
 }
 
 export type TriggerResult =
