@@ -69,6 +69,12 @@ export const DEFAULT_SHARD_SIZE = 8 * 1024 * 1024;
 const MIN_SHARD_SIZE = 64 * 1024;
 /** Frame header (32) and tag (16) around the payload. */
 const FRAME_OVERHEAD = 48;
+/**
+ * Shards being stored while the codec workers seal the next ones: storing (a write and an fsync
+ * on the fs store, a PUT on S3) takes longer than sealing, so without this the pipeline waits on
+ * the store.
+ */
+const STORE_AHEAD = 3;
 const MAX_SHARD_SIZE = 64 * 1024 * 1024;
 /** The header's shard number is a u32. */
 const MAX_SHARDS = 0xffffffff;
@@ -224,11 +230,12 @@ class Writer implements ArchiveWriter {
     this.cfg = cfg;
     this.job = cfg.job;
     this.runId = cfg.runId;
-    this.maxPending = cfg.codec.parallel + 1;
-    // One shard filling plus those pending; frames for those pending.
-    // Both pools hold frame-sized buffers, so the process-wide cache serves either (and the reader).
+    this.maxPending = cfg.codec.parallel + STORE_AHEAD;
+    // Shard buffers: one filling, one full and waiting, one per codec worker; frames: one per shard
+    // not yet durable (being sealed or stored). Both pools hold frame-sized buffers, so the
+    // process-wide cache serves either (and the reader).
     const size = cfg.shardSize + FRAME_OVERHEAD;
-    this.plainPool = new BufferPool({ size, count: this.maxPending + 1, shared: true });
+    this.plainPool = new BufferPool({ size, count: cfg.codec.parallel + 2, shared: true });
     this.framePool = new BufferPool({ size, count: this.maxPending, shared: true });
     this.hasher = recordHasher(cfg.codec !== inlineCodec);
     this.buf = this.plainPool.tryAcquire()!.subarray(0, cfg.shardSize);
@@ -484,8 +491,8 @@ class Writer implements ArchiveWriter {
     const job = this.sealAndStore(codec, index, final, plain, hashed);
     job.catch((e) => this.fail(internal(e)));
     this.inFlight.push(job);
-    // At most `workers + 1` shards are not yet durable when this returns: one storing while the
-    // others seal. That bounds memory and keeps checkpoints close behind the records fed.
+    // At most `workers + STORE_AHEAD` shards are not yet durable when this returns (being sealed or
+    // stored). That bounds memory; exportCheckpoint waits for them, so checkpoints stay fresh.
     while (this.inFlight.length > (final ? 0 : this.maxPending)) {
       await this.inFlight.shift()!.catch(() => undefined);
       if (this.failure !== null) throw this.failure;
@@ -576,6 +583,9 @@ class Writer implements ArchiveWriter {
   }
 
   async exportCheckpoint(): Promise<Uint8Array> {
+    // The shards already handed to the pipeline become durable first, so the checkpoint covers
+    // every byte fed so far that fills a shard (a stalled store is reported by the next call).
+    await Promise.allSettled([...this.inFlight]);
     const snap = this.checkpoint;
     const state: CheckpointState = {
       format: 'coffer-archive-checkpoint',

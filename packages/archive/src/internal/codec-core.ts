@@ -74,8 +74,8 @@ export type OpenResult = { ok: true; plain: Uint8Array } | { ok: false; failure:
 export interface CodecCore {
   sealFrame(m: SealMessage): SealResult;
   openFrame(m: OpenMessage): OpenResult;
-  /** Frees a large temporary buffer now (detaches it); for buffers nobody else holds. */
-  drop(u: Uint8Array): void;
+  /** Frees a large temporary buffer now (detaches it) when it spans exactly `whole` bytes of its own. */
+  drop(u: Uint8Array, whole?: number): void;
   frameHeader(
     domain: number,
     seq: number,
@@ -98,16 +98,27 @@ export function codecCore(crypto: typeof NodeCrypto, zlib: typeof NodeZlib): Cod
   const PIECE = 256 * 1024; // the cipher runs fastest fed 64-256 KiB pieces
   const SAMPLE = 16 * 1024;
   const SAMPLES = 8;
-  // One output chunk of 1 MiB rather than many 16 KiB ones glued together afterwards.
-  const zstdOptions = { params: { [zlib.constants.ZSTD_c_compressionLevel]: 1 }, chunkSize: 1024 * 1024 };
+  const level = { [zlib.constants.ZSTD_c_compressionLevel]: 1 };
+  // Compresses into ONE output chunk that can hold any result (zstd's bound), so node:zlib neither
+  // glues many small chunks together nor leaves them as garbage: the caller frees that one chunk
+  // as soon as it is copied. Pages of the chunk past the output are never touched (not resident).
+  function bound(n: number): number {
+    return n + (n >>> 8) + 1024;
+  }
+  function zstd(input: Uint8Array): Buffer {
+    return zlib.zstdCompressSync(input, { params: level, chunkSize: bound(input.length) });
+  }
+  let sampleBuf: Buffer | null = null;
   // Scratch for a compressed payload being decrypted (reused: see SealMessage.out).
   let scratch: Buffer | null = null;
   // Frees a temporary (cipher output, zstd output) right away by detaching its ArrayBuffer, rather
   // than leaving it for a garbage collector that, on a worker doing little JavaScript, may not run
-  // for tens of MiB. Only buffers of our own (never a shared pool slab: those are small) are freed.
-  function drop(u: Uint8Array): void {
+  // for tens of MiB. Only a buffer known to be ours is freed: it starts at the view and has exactly
+  // the length its producer allocated (`whole`), so a shared Buffer pool slab is never detached.
+  function drop(u: Uint8Array, whole: number = u.byteLength): void {
     const b = u.buffer as ArrayBuffer & { transfer?: (n: number) => ArrayBuffer };
-    if (!(b instanceof ArrayBuffer) || b.byteLength < 65536 || typeof b.transfer !== 'function') return;
+    if (!(b instanceof ArrayBuffer) || typeof b.transfer !== 'function') return;
+    if (u.byteOffset !== 0 || b.byteLength !== whole || whole < 65536) return;
     try {
       b.transfer(0);
     } catch {
@@ -152,14 +163,18 @@ export function codecCore(crypto: typeof NodeCrypto, zlib: typeof NodeZlib): Cod
     if (plain.length < 64) return null;
     if (plain.length > SAMPLE * SAMPLES * 2) {
       const step = Math.floor((plain.length - SAMPLE) / (SAMPLES - 1));
-      const parts: Uint8Array[] = [];
-      for (let i = 0; i < SAMPLES; i++) parts.push(plain.subarray(i * step, i * step + SAMPLE));
-      const sample = Buffer.concat(parts);
-      const est = zlib.zstdCompressSync(sample, zstdOptions);
-      if (est.length > sample.length * 0.9) return null;
+      if (sampleBuf === null) sampleBuf = Buffer.allocUnsafeSlow(SAMPLE * SAMPLES);
+      for (let i = 0; i < SAMPLES; i++)
+        sampleBuf.set(plain.subarray(i * step, i * step + SAMPLE), i * SAMPLE);
+      const est = zstd(sampleBuf);
+      const skip = est.length > sampleBuf.length * 0.9;
+      drop(est, bound(sampleBuf.length));
+      if (skip) return null;
     }
-    const out = zlib.zstdCompressSync(plain, zstdOptions);
-    return out.length <= plain.length - (plain.length >>> 5) ? out : null;
+    const out = zstd(plain);
+    if (out.length <= plain.length - (plain.length >>> 5)) return out;
+    drop(out, bound(plain.length));
+    return null;
   }
 
   function sealFrame(m: SealMessage): SealResult {
@@ -196,7 +211,7 @@ export function codecCore(crypto: typeof NodeCrypto, zlib: typeof NodeZlib): Cod
     const tail = Buffer.concat([cipher.final(), cipher.getAuthTag()]);
     hash.update(tail);
     frame.set(tail, o);
-    if (packed !== null) drop(packed);
+    if (packed !== null) drop(packed, bound(m.plain.length));
     return { frame, digest: hash.digest(), zstd: packed !== null };
   }
 
@@ -263,10 +278,11 @@ export function codecCore(crypto: typeof NodeCrypto, zlib: typeof NodeZlib): Cod
     if (!zstd) return { ok: true, plain: payload };
     let plain: Buffer;
     try {
-      // One output chunk of the expected size: no gluing of many small chunks afterwards.
+      // One output chunk one byte larger than expected: no gluing of chunks afterwards, and no
+      // second (empty) chunk allocated because the first one filled up exactly.
       plain = zlib.zstdDecompressSync(payload, {
         maxOutputLength: Math.max(plainLength, 1),
-        chunkSize: Math.min(Math.max(plainLength, 64), 64 * 1024 * 1024),
+        chunkSize: Math.min(Math.max(plainLength + 1, 64), 64 * 1024 * 1024 + 1),
       });
     } catch {
       return { ok: false, failure: 'length' };
@@ -275,7 +291,7 @@ export function codecCore(crypto: typeof NodeCrypto, zlib: typeof NodeZlib): Cod
     if (m.out !== null && m.out.byteLength >= plainLength) {
       const into = Buffer.from(m.out.buffer, m.out.byteOffset, plainLength);
       into.set(plain);
-      drop(plain);
+      drop(plain, plainLength + 1);
       return { ok: true, plain: into };
     }
     return { ok: true, plain };
