@@ -1,0 +1,214 @@
+/**
+ * Internal components of the sealing and verifying pipelines: the buffer pool (back-pressure,
+ * ownership, the process-wide cache), the record-hash service (on its thread and inline, records
+ * spanning buffers, prefix digests), the direct index-line builder (byte-identical to the generic
+ * RFC 8785 canonicalizer), and the verdict of the pipelined verifier.
+ */
+import { createHash } from 'node:crypto';
+import t from 'tap';
+import { createArchiveWriter, verifyRun } from '../src/index.ts';
+import { BufferPool, spareBuffers } from '../src/internal/buffer-pool.ts';
+import { canonicalEntryLine, type EntryFields, entryLine } from '../src/internal/index-codec.ts';
+import { BEGIN, END, PREFIX, recordHasher } from '../src/internal/record-hash.ts';
+import { fsStore, keys, pseudoRandom, writerOptions } from './helpers.ts';
+
+t.test('buffer pool: bounded, FIFO back-pressure, ownership checks', async (t) => {
+  const pool = new BufferPool({ size: 1024, count: 2 });
+  const a = pool.tryAcquire()!;
+  const b = await pool.acquire();
+  t.equal(a.length, 1024);
+  t.equal(pool.allocated, 2);
+  t.equal(pool.tryAcquire(), null, 'no third buffer');
+  const order: string[] = [];
+  const w1 = pool.acquire().then((x) => {
+    order.push('first');
+    return x;
+  });
+  const w2 = pool.acquire().then((x) => {
+    order.push('second');
+    return x;
+  });
+  pool.release(b.subarray(10, 20)); // any view of the buffer releases it
+  const got1 = await w1;
+  t.equal(got1.buffer, b.buffer, 'the released buffer goes to the first waiter');
+  t.equal(got1.byteOffset, 0);
+  t.equal(got1.length, 1024, 'handed out whole again');
+  pool.release(a);
+  await w2;
+  t.same(order, ['first', 'second']);
+  t.equal(pool.allocated, 2, 'never more than count');
+  t.throws(() => pool.release(new Uint8Array(1024)), RangeError, 'a foreign buffer is refused');
+  pool.release(got1);
+  t.throws(() => pool.release(got1), RangeError, 'a double release is refused');
+  t.throws(() => new BufferPool({ size: 0, count: 1 }), RangeError);
+  t.throws(() => new BufferPool({ size: 1, count: 0 }), RangeError);
+});
+
+t.test('buffer pool: shared buffers of a disposed pool are reused by the next pool', async (t) => {
+  const size = 4096 + 7; // a size no other test uses
+  const first = new BufferPool({ size, count: 3, shared: true });
+  const x = first.tryAcquire()!;
+  const y = first.tryAcquire()!;
+  t.ok(x.buffer instanceof SharedArrayBuffer);
+  first.release(x);
+  const before = spareBuffers();
+  first.dispose();
+  t.equal(spareBuffers(), before + 1, 'the free buffer went to the cache');
+  first.release(y);
+  t.equal(spareBuffers(), before + 2, 'a buffer released after dispose goes there too');
+  t.throws(() => first.tryAcquire(), RangeError, 'a disposed pool hands out nothing');
+  const second = new BufferPool({ size, count: 3, shared: true });
+  const z = second.tryAcquire()!;
+  t.ok(z.buffer === x.buffer || z.buffer === y.buffer, 'reused, not allocated afresh');
+  t.equal(spareBuffers(), before + 1);
+  second.release(z);
+  second.dispose();
+});
+
+function expected(...parts: Uint8Array[]): string {
+  const h = createHash('sha384');
+  for (const p of parts) h.update(p);
+  return h.digest('hex');
+}
+
+const hex = (u: Uint8Array) => Buffer.from(u).toString('hex');
+
+for (const offThread of [true, false]) {
+  t.test(
+    `record hasher (${offThread ? 'worker thread' : 'inline'}): spans, prefixes, many records per batch`,
+    async (t) => {
+      const hasher = recordHasher(offThread);
+      t.equal(hasher.offThread, offThread);
+      const one = new Uint8Array(new SharedArrayBuffer(4096));
+      const two = new Uint8Array(new SharedArrayBuffer(4096));
+      one.set(pseudoRandom(4096, 1));
+      two.set(pseudoRandom(4096, 2));
+      const a = hasher.newKey();
+      const b = hasher.newKey();
+      const c = hasher.newKey();
+      // a: [0,100) of one; b: [100,4096) of one and [0,500) of two (prefix reported at the cut);
+      // c: empty record at 500 of two.
+      const r1 = await hasher.run(one, [a, 0, 100, BEGIN | END, b, 100, 4096, BEGIN | PREFIX]);
+      t.equal(r1.length, 2);
+      t.equal(r1[0]!.key, a);
+      t.equal(r1[0]!.kind, END);
+      t.equal(hex(r1[0]!.digest), expected(one.subarray(0, 100)));
+      t.equal(r1[1]!.kind, PREFIX);
+      t.equal(hex(r1[1]!.digest), expected(one.subarray(100)));
+      const r2 = await hasher.run(two, [b, 0, 500, END, c, 500, 500, BEGIN | END]);
+      t.equal(hex(r2[0]!.digest), expected(one.subarray(100), two.subarray(0, 500)));
+      t.equal(hex(r2[1]!.digest), expected(new Uint8Array(0)));
+      // A batch of many records answers in one reply, in order.
+      const ops: number[] = [];
+      const keys: number[] = [];
+      for (let i = 0; i < 400; i++) {
+        const k = hasher.newKey();
+        keys.push(k);
+        ops.push(k, i * 10, i * 10 + 10, BEGIN | END);
+      }
+      const r3 = await hasher.run(one, ops);
+      t.same(
+        r3.map((r) => r.key),
+        keys,
+      );
+      t.equal(hex(r3[399]!.digest), expected(one.subarray(3990, 4000)));
+      // A record abandoned half-way is forgotten; its key starts afresh with BEGIN.
+      const d = hasher.newKey();
+      await hasher.run(one, [d, 0, 10, BEGIN]);
+      hasher.forget([d]);
+      const r4 = await hasher.run(one, [d, 0, 5, BEGIN | END]);
+      t.equal(hex(r4[0]!.digest), expected(one.subarray(0, 5)));
+    },
+  );
+}
+
+t.test('record hasher on its thread refuses an unshared buffer', async (t) => {
+  const hasher = recordHasher(true);
+  await t.rejects(hasher.run(new Uint8Array(16), [hasher.newKey(), 0, 16, BEGIN | END]), TypeError);
+});
+
+t.test('index lines are byte-identical to the generic RFC 8785 canonicalizer', async (t) => {
+  const digest = `sha384:${'ab'.repeat(48)}` as EntryFields['sha384'];
+  const cases: EntryFields[] = [
+    {
+      name: 'a.txt',
+      size: 0,
+      sha384: digest,
+      shard: 0,
+      offset: 0,
+      sourceType: 'files',
+      binding: '',
+      namespace: '',
+      metadata: {},
+    },
+    {
+      name: 'ünïcødé/日本語/😀 "quoted" \\ back\nslash\ttab\u0001\u007f\u2028',
+      size: 123456789,
+      sha384: digest,
+      shard: 4294967295,
+      offset: 67108863,
+      sourceType: 'redis',
+      binding: 'b\u00e9',
+      namespace: '0',
+      metadata: {
+        zeta: 1e21,
+        alpha: 0.1,
+        Beta: -0,
+        é: true,
+        '😀': null,
+        '\u00e9\u0301': 'x',
+        _: false,
+        '10': 5e-7,
+        '9': 'text/plain; charset="utf-8"',
+        ttlSeconds: 3600,
+        mtime: '2024-01-01T00:00:00.000Z',
+      },
+    },
+  ];
+  for (let i = 0; i < 50; i++) {
+    const r = pseudoRandom(64, 100 + i);
+    cases.push({
+      name: `n-${String.fromCharCode(...[...r.subarray(0, 8)].map((x) => 0x20 + (x % 0x2000)))}`,
+      size: r[9]! * 1000,
+      sha384: digest,
+      shard: r[10]!,
+      offset: r[11]! * 17,
+      sourceType: 'files',
+      binding: String.fromCharCode(0x20 + r[12]!),
+      namespace: '',
+      metadata: { [String.fromCharCode(0x30 + (r[13]! % 80))]: r[14]! / 7, mode: 0o644 },
+    });
+  }
+  for (const c of cases) t.equal(entryLine(c), canonicalEntryLine(c));
+  // A lone surrogate has no canonical form: both paths refuse it the same way.
+  const lone = { ...cases[0]!, binding: '\ud800' };
+  t.throws(() => entryLine(lone));
+  t.throws(() => canonicalEntryLine(lone));
+});
+
+t.test('pipelined verify names the first failing shard and counts what passed before it', async (t) => {
+  const { store, root } = fsStore(t);
+  const k = keys();
+  const w = await createArchiveWriter(writerOptions(store, k, { shardSize: 64 * 1024, compress: false }));
+  // Records of 10 KiB: several per shard, some spanning two.
+  for (let i = 0; i < 40; i++) await w.addRecord({ name: `r-${i}`, body: pseudoRandom(10 * 1024, i) });
+  await w.finish();
+  const ok = await verifyRun(store, { runId: 'run-0001', secretKey: k.operational.secretKey });
+  t.equal(ok.ok, true);
+  t.equal(ok.checks.records, 40);
+  t.equal(ok.checks.bytes, 40 * 10 * 1024);
+  t.equal(ok.checks.shards, 7);
+  const { readFileSync, writeFileSync } = await import('node:fs');
+  const { join } = await import('node:path');
+  const shard = (i: number) => join(root, 'jobs', 'job-a', 'runs', 'run-0001', 'shards', `00000${i}.bin`);
+  // Shard 5 is corrupted: the verdict names it.
+  const five = readFileSync(shard(5));
+  five[100] = five[100]! ^ 1;
+  writeFileSync(shard(5), five);
+  const v = await verifyRun(store, { runId: 'run-0001', secretKey: k.operational.secretKey });
+  t.equal(v.ok, false);
+  t.equal(v.failure?.code, 'ERR_ARCHIVE_SHARD_TAMPERED');
+  t.match(v.failure?.object, /shards\/000005\.bin$/);
+  t.equal(v.checks.shards, 5, 'shards before it verified');
+  t.ok(v.checks.records >= 30, 'records before it checked');
+});
