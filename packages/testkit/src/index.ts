@@ -5,7 +5,8 @@
  * absent the helper tries to start the server itself. With CI=true a missing server is a test
  * failure, never a skip.
  */
-export { tempDir, repoRoot, readServiceEnv } from './tmp.ts';
-export * from './s3.ts';
-export * from './redis.ts';
+
 export * from './postgres.ts';
+export * from './redis.ts';
+export * from './s3.ts';
+export { readServiceEnv, repoRoot, tempDir } from './tmp.ts';
