@@ -52,6 +52,26 @@ function yourRevOf(v: IfMatchRev): number | null {
   return typeof v === 'number' && Number.isFinite(v) ? v : null;
 }
 
+/**
+ * Inside a write transaction: the job's row (or, when absent, its tombstone) and the refusal
+ * fields every precondition answer shares. Refuses an unreadable `ifMatchRev` before anything else.
+ */
+async function readForPrecondition(trx: Tx, id: string, ifMatchRev: IfMatchRev) {
+  const row = await trx.selectFrom('jobs').selectAll().where('id', '=', id).executeTakeFirst();
+  const tomb = row
+    ? undefined
+    : await trx.selectFrom('job_tombstones').selectAll().where('id', '=', id).executeTakeFirst();
+  const base = {
+    id,
+    yourRev: yourRevOf(ifMatchRev),
+    currentRev: row ? row.config_rev : null,
+    changedFields: [] as string[],
+    changedAt: row ? row.changed_at : (tomb?.deleted_at ?? null),
+  };
+  if (!validRev(ifMatchRev)) refuse({ ...base, reason: 'precondition-unreadable' });
+  return { row, tomb, base };
+}
+
 function toJob(r: JobsTable): JobRecord {
   const config = parseStored<JobConfig>(r.config, 'job configuration');
   return {
@@ -139,18 +159,7 @@ export function jobsRepository(db: Db): JobsRepository {
         'writing a job',
         async (trx): Promise<JobWriteResult> => {
           const now = db.nowIso();
-          const row = await trx.selectFrom('jobs').selectAll().where('id', '=', id).executeTakeFirst();
-          const tomb = row
-            ? undefined
-            : await trx.selectFrom('job_tombstones').selectAll().where('id', '=', id).executeTakeFirst();
-          const base = {
-            id,
-            yourRev: yourRevOf(ifMatchRev),
-            currentRev: row ? row.config_rev : null,
-            changedFields: [] as string[],
-            changedAt: row ? row.changed_at : (tomb?.deleted_at ?? null),
-          };
-          if (!validRev(ifMatchRev)) refuse({ ...base, reason: 'precondition-unreadable' });
+          const { row, tomb, base } = await readForPrecondition(trx, id, ifMatchRev);
 
           if (row) {
             let stored: JobConfig | undefined;
@@ -233,18 +242,7 @@ export function jobsRepository(db: Db): JobsRepository {
         'deleting a job',
         async (trx): Promise<JobDeleteResult> => {
           const now = db.nowIso();
-          const row = await trx.selectFrom('jobs').selectAll().where('id', '=', id).executeTakeFirst();
-          const tomb = row
-            ? undefined
-            : await trx.selectFrom('job_tombstones').selectAll().where('id', '=', id).executeTakeFirst();
-          const base = {
-            id,
-            yourRev: yourRevOf(ifMatchRev),
-            currentRev: row ? row.config_rev : null,
-            changedFields: [] as string[],
-            changedAt: row ? row.changed_at : (tomb?.deleted_at ?? null),
-          };
-          if (!validRev(ifMatchRev)) refuse({ ...base, reason: 'precondition-unreadable' });
+          const { row, base } = await readForPrecondition(trx, id, ifMatchRev);
           if (!row) refuse({ ...base, reason: 'already-deleted' });
           if (ifMatchRev === null) refuse({ ...base, reason: 'already-exists' });
           if (typeof ifMatchRev === 'number' && ifMatchRev !== row.config_rev) {
