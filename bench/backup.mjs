@@ -18,7 +18,9 @@
 //   seals and verifies a complete new archive) and with `skipUnchanged: true` (an unchanged source
 //   is detected from its listing fingerprint and the run is recorded `ok` with `unchangedFrom`,
 //   no new archive: docs/runs.md). restic's second backup reads no unchanged file either.
-// Peak RSS is the engine process's VmHWM, reset (clear_refs 5) before each run.
+// Peak RSS is the engine process's VmHWM, reset (clear_refs 5) before each run. CPU = user +
+// system seconds of the engine process (restic: of the child) during the run: a figure that
+// other load on the machine disturbs much less than wall time.
 // Environment: BENCH_SCALE (default 1), BENCH_REPEAT (default 3), BENCH_SKIP_RESTIC=1 (no peer),
 // BENCH_ENGINE_ARGS (extra node flags for the engine, e.g. "--cpu-prof --cpu-prof-dir=/tmp/p"),
 // BENCH_ENGINE_MAIN (another build's main.js, for A/B comparisons).
@@ -143,15 +145,27 @@ const idleRss = (() => {
   return m ? Number(m[1]) / 1024 : Number.NaN;
 })();
 
+/** CPU seconds (user + system) of a process from /proc/<pid>/stat; `children` for reaped children. */
+const ticks = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
+const cpuOf = (pid, children = false) => {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const rest = f.slice(f.lastIndexOf(')') + 2).split(' ');
+  // Fields 14-17 of proc(5): utime stime cutime cstime (rest[0] is field 3).
+  const i = children ? 13 : 11;
+  return (Number(rest[i]) + Number(rest[i + 1])) / ticks;
+};
+
 async function engineRun(label, jobId) {
   resetHwm(engine.pid);
+  const cpu0 = cpuOf(engine.pid);
   const t0 = performance.now();
   const r = await api('/trigger', { id: jobId });
   const runId = r.body.runId;
   if (!runId) throw new Error(`trigger: ${r.status} ${JSON.stringify(r.body)}`);
   let sealedAt = null;
   for (;;) {
-    await new Promise((res) => setTimeout(res, 50));
+    // Polling costs the engine a little CPU (history replies): every 100 ms, 25 ms at first.
+    await new Promise((res) => setTimeout(res, performance.now() - t0 < 1000 ? 25 : 100));
     const h = await api(`/history?id=${jobId}`);
     const run = h.body.runs.find((x) => x.runId === runId);
     if (!run) continue;
@@ -168,6 +182,7 @@ async function engineRun(label, jobId) {
         sealSeconds: sealedAt === null ? null : (sealedAt - t0) / 1000,
         mibps: totalBytes / MIB / s,
         rssMiB: hwm(engine.pid),
+        cpu: cpuOf(engine.pid) - cpu0,
         records: run.records,
         unchangedFrom: run.unchangedFrom ?? null,
       };
@@ -182,6 +197,7 @@ function resticRun(label, repo) {
     RESTIC_REPOSITORY: repo,
     RESTIC_CACHE_DIR: join(work, 'restic-cache'),
   };
+  const cpu0 = cpuOf(process.pid, true);
   const t0 = performance.now();
   const child = spawnSync('restic', ['backup', '--quiet', sourceDir], {
     env,
@@ -189,7 +205,7 @@ function resticRun(label, repo) {
   });
   const s = (performance.now() - t0) / 1000;
   if (child.status !== 0) throw new Error(`${label}: restic exit ${child.status}`);
-  return { label, seconds: s, mibps: totalBytes / MIB / s };
+  return { label, seconds: s, mibps: totalBytes / MIB / s, cpu: cpuOf(process.pid, true) - cpu0 };
 }
 
 const haveRestic = given.BENCH_SKIP_RESTIC !== '1';
@@ -241,6 +257,7 @@ const summary = (list) => {
   return {
     label: list[0].label,
     seconds,
+    cpu: median(list.map((r) => r.cpu)),
     seal,
     mibps: totalBytes / MIB / seconds,
     rss,
@@ -250,7 +267,7 @@ const summary = (list) => {
   };
 };
 const fmt = (r) =>
-  `${r.label.padEnd(36)} ${r.seconds.toFixed(2).padStart(7)} s  ${r.mibps.toFixed(1).padStart(7)} MiB/s` +
+  `${r.label.padEnd(36)} ${r.seconds.toFixed(2).padStart(7)} s  ${r.mibps.toFixed(1).padStart(7)} MiB/s  CPU ${r.cpu.toFixed(1).padStart(5)} s` +
   (r.rss !== null ? `  peak RSS ${r.rss.toFixed(0)} MiB (max ${r.maxRss.toFixed(0)})` : '') +
   (r.seal !== null && r.seal !== undefined
     ? `  [seal ${r.seal.toFixed(2)} s + read-back ${(r.seconds - r.seal).toFixed(2)} s]`

@@ -43,6 +43,14 @@ import {
   type RunSourceRecord,
   selectorOf,
 } from './source.ts';
+import {
+  archiveOf,
+  archivePresent,
+  FINGERPRINTABLE,
+  fingerprintOf,
+  listingFingerprint,
+  SourceFingerprint,
+} from './unchanged.ts';
 
 export interface RunKeys {
   signer: { secretKey: Uint8Array; publicKey: Uint8Array };
@@ -58,6 +66,8 @@ export interface RunJob {
   enabled?: boolean;
   cadenceSeconds?: number;
   retention?: { keepLast?: number; keepDays?: number };
+  /** Record an unchanged source as `ok` with `unchangedFrom` instead of sealing it again (unchanged.ts). */
+  skipUnchanged?: boolean;
 }
 
 export interface RunLogger {
@@ -96,7 +106,17 @@ export interface ExecutorDeps {
 export type DestinationStates = Record<string, RunDestinationState>;
 
 export type AttemptOutcome =
-  | { kind: 'ok'; records: number; bytes: number; warnings: number; destinations: DestinationStates }
+  | {
+      kind: 'ok';
+      records: number;
+      bytes: number;
+      warnings: number;
+      destinations: DestinationStates;
+      /** The fingerprint of the listing this run backed up (or found unchanged), when known. */
+      fingerprint: string | null;
+      /** Set when no archive was written: the run whose archive holds this unchanged source. */
+      unchangedFrom?: string;
+    }
   | { kind: 'failed'; failure: Classification; destinations: DestinationStates; warnings: number }
   | { kind: 'parked'; failure: Classification; destinations: DestinationStates }
   | { kind: 'retry'; failure: Classification; destinations: DestinationStates }
@@ -185,6 +205,33 @@ export async function attemptRun(
     const row = await deps.state.checkpoints.get(run.id);
     const envelope = row ? decodeCheckpoint(row.sealed, run.id) : null;
     vanished = envelope?.vanished ?? [];
+    // An unchanged source (opt-in): recorded against the archive that already holds it.
+    if (job.skipUnchanged === true && envelope === null && run.prevRunId !== null) {
+      const same = await unchangedSince(deps, job, run, source, destIds, signal);
+      if (same) {
+        for (const id of destIds) {
+          const verifiedAt = same.prev.destinations[id]?.verifiedAt;
+          dests[id] = {
+            state: 'verified',
+            ...(typeof verifiedAt === 'string' ? { verifiedAt } : {}),
+            updatedAt: nowIso(),
+          };
+        }
+        deps.log.info(
+          { event: 'run-unchanged', job: job.id, runId: run.id, unchangedFrom: same.base },
+          `run ${run.id}: source unchanged since ${same.base}; no new archive`,
+        );
+        return {
+          kind: 'ok',
+          records: same.prev.records,
+          bytes: same.prev.bytes,
+          warnings: same.prev.warnings,
+          destinations: dests,
+          fingerprint: same.fingerprint,
+          unchangedFrom: same.base,
+        };
+      }
+    }
     saver = new CheckpointSaver(deps, job.id, run.id, lanes, failedEnv, () => vanished);
     const onShardFor = (destId: string) => (ev: { index: number; recordsDone: number }) => {
       dests[destId] = { ...dests[destId], state: 'writing', shards: ev.index + 1, updatedAt: nowIso() };
@@ -258,6 +305,8 @@ export async function attemptRun(
 
     // 3. Enumerate and feed.
     const live = () => lanes.filter((l) => !l.failed);
+    /** The fingerprint of the whole listing, once the enumeration ran to its end. */
+    let listed: string | null = null;
     if (live().length > 0) {
       const resumeAt = Math.min(...live().map((l) => l.from));
       const past = new Set(vanished.filter((v) => v.at < resumeAt).map((v) => `${v.at}:${v.name}`));
@@ -267,6 +316,7 @@ export async function attemptRun(
       let index = 0;
       let skipped = 0;
       const src = source;
+      const fp = FINGERPRINTABLE.has(src.type) ? new SourceFingerprint(job.source, destIds) : null;
       // The records to read, in enumeration order; skipped entries and records already held are
       // filtered here, so they are never read.
       async function* needed(): AsyncGenerator<{ rec: RunSourceRecord; at: number }> {
@@ -274,9 +324,11 @@ export async function attemptRun(
           if (signal.aborted) return;
           if (isSkippedEntry(entry)) {
             skipped++;
+            fp?.add(entry);
             continue;
           }
           if (!selected(entry.name)) continue;
+          fp?.add(entry);
           if (index < resumeAt && past.has(`${index}:${nameMark(entry.name)}`)) {
             past.delete(`${index}:${nameMark(entry.name)}`);
             continue;
@@ -293,6 +345,7 @@ export async function attemptRun(
           if (at < resumeAt) continue;
           yield { rec: entry, at };
         }
+        listed = fp?.digest() ?? null;
       }
       const ra = deps.readAhead ?? {};
       const smallBytes = ra.smallBytes ?? SMALL;
@@ -409,7 +462,15 @@ export async function attemptRun(
         warnings,
       };
     }
-    return { kind: 'ok', records, bytes, warnings, destinations: dests };
+    return {
+      kind: 'ok',
+      records,
+      bytes,
+      warnings,
+      destinations: dests,
+      // A record that vanished makes the listing a moving target: no fingerprint then.
+      fingerprint: vanished.length === 0 ? listed : null,
+    };
   } catch (err) {
     const c = classifyFailure(err);
     await stopLanes();
@@ -428,6 +489,34 @@ export async function attemptRun(
     await saver?.idle().catch(() => undefined);
     await source?.close().catch(() => undefined);
   }
+}
+
+/**
+ * The unchanged-source check: the latest `ok` run's fingerprint equals the source's listing now,
+ * and the archive holding it is present (signed by this engine, every shard at its size) on every
+ * destination. Null otherwise (the run then backs up in full); never throws for a store fault.
+ */
+async function unchangedSince(
+  deps: ExecutorDeps,
+  job: RunJob,
+  run: RunRecord,
+  source: RunSource,
+  destIds: string[],
+  signal: AbortSignal,
+): Promise<{ prev: RunRecord; base: string; fingerprint: string } | null> {
+  if (!FINGERPRINTABLE.has(source.type) || run.prevRunId === null) return null;
+  const prev = await deps.state.runs.get(run.prevRunId);
+  if (prev?.status !== 'ok' || prev.prunedAt !== null) return null;
+  const before = fingerprintOf(prev);
+  if (before === null) return null;
+  const now = await listingFingerprint(source, job.source, destIds, selectorOf(job.source), signal);
+  if (now !== before) return null;
+  const base = archiveOf(prev);
+  for (const id of destIds) {
+    const store = deps.destinations.get(id);
+    if (!store || !(await archivePresent(store, job.id, base, deps.keys.signer.publicKey))) return null;
+  }
+  return { prev, base, fingerprint: now };
 }
 
 /** True when the error is the destination's own (store) fault rather than the source's or the run's. */

@@ -6,7 +6,8 @@
  *  1. list the job's sealed runs in the destination (manifests under `jobs/<job>/runs/`);
  *  2. order them newest first by start time (the run record's, else the run id's timestamp);
  *  3. keep the newest N, those started within D days, the job's latest `ok` run (never pruned,
- *     whatever the rules say) and any run still in flight;
+ *     whatever the rules say), any run still in flight, and every archive that a retained `ok`
+ *     run found its source unchanged from (`unchangedFrom`: that run's data lives there);
  *  4. prune the rest: the manifest first (the commit point, so a half-deleted run never looks
  *     sealed), then every other object under the run's prefix;
  *  5. mark each pruned run's record (`prunedAt`, destination state `pruned`), which turns its
@@ -56,6 +57,12 @@ export async function pruneJob(
   const ring = await deps.state.runs.listForJob(job.id);
   const byId = new Map(ring.map((r) => [r.id, r]));
   const latestOk = await deps.state.runs.latestOk(job.id);
+  // Archives that hold the data of unchanged-source runs still in the ring.
+  const referenced = new Set<string>();
+  for (const r of ring) {
+    const from = (r.detail as { unchangedFrom?: unknown }).unchangedFrom;
+    if (r.status === 'ok' && typeof from === 'string') referenced.add(from);
+  }
   const now = deps.now().getTime();
   const destIds = job.destinations && job.destinations.length > 0 ? job.destinations : ['default'];
   const prunedHere = new Set<string>();
@@ -84,6 +91,7 @@ export async function pruneJob(
       if (keepLast !== undefined && i < keepLast) keep.add(r.runId);
       if (keepDays !== undefined && now - timeOf(r) < keepDays * 86_400_000) keep.add(r.runId);
       if (latestOk && r.runId === latestOk.id) keep.add(r.runId);
+      if (referenced.has(r.runId)) keep.add(r.runId);
       if (rec && (rec.status === 'running' || rec.status === 'parked')) keep.add(r.runId);
     });
     result.kept = Math.max(result.kept, keep.size);

@@ -346,7 +346,12 @@ export class RunService {
           bytes: outcome.bytes,
           warnings: outcome.warnings,
           destinations: outcome.destinations,
-          detail: { retryAt: null, interrupted: null },
+          detail: {
+            retryAt: null,
+            interrupted: null,
+            sourceFingerprint: outcome.fingerprint,
+            unchangedFrom: outcome.unchangedFrom ?? null,
+          },
         });
         await this.o.state.checkpoints.delete(run.id);
         this.o.log.info(
@@ -357,8 +362,11 @@ export class RunService {
             records: outcome.records,
             bytes: outcome.bytes,
             warnings: outcome.warnings,
+            ...(outcome.unchangedFrom ? { unchangedFrom: outcome.unchangedFrom } : {}),
           },
-          `run ${run.id} of job ${job.id} ok (sealed and read back verified)`,
+          outcome.unchangedFrom
+            ? `run ${run.id} of job ${job.id} ok (source unchanged since ${outcome.unchangedFrom}; no new archive)`
+            : `run ${run.id} of job ${job.id} ok (sealed and read back verified)`,
         );
         return;
       case 'failed':

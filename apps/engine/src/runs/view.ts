@@ -30,6 +30,11 @@ export interface RunObject {
   retryAt: string | null;
   /** Resume attempts after an interruption that counted against the strike budget. */
   strikes: number;
+  /**
+   * Set on an `ok` run that wrote no archive because the source was unchanged (job option
+   * `skipUnchanged`): the run whose archive holds this point in time. Null otherwise.
+   */
+  unchangedFrom: string | null;
 }
 
 export function prevStatusOf(run: RunRecord, prev: RunRecord | null | undefined): PrevRunIdStatus {
@@ -39,7 +44,7 @@ export function prevStatusOf(run: RunRecord, prev: RunRecord | null | undefined)
 }
 
 export function runObject(run: RunRecord, prev: RunRecord | null | undefined): RunObject {
-  const d = run.detail as { retryAt?: unknown; strikes?: unknown };
+  const d = run.detail as { retryAt?: unknown; strikes?: unknown; unchangedFrom?: unknown };
   return {
     runId: run.id,
     job: run.jobId,
@@ -60,6 +65,7 @@ export function runObject(run: RunRecord, prev: RunRecord | null | undefined): R
     destinations: run.destinations,
     retryAt: run.status === 'parked' && typeof d.retryAt === 'string' ? d.retryAt : null,
     strikes: typeof d.strikes === 'number' ? d.strikes : 0,
+    unchangedFrom: typeof d.unchangedFrom === 'string' ? d.unchangedFrom : null,
   };
 }
 

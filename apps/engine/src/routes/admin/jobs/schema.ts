@@ -82,6 +82,8 @@ const jobFields = {
   source: Source,
   destinations: Type.Optional(Type.Array(Id, { minItems: 1, maxItems: 16, uniqueItems: true })),
   retention: Type.Optional(Retention),
+  /** Record an unchanged source as `ok` with `unchangedFrom`, no new archive (docs/runs.md); default false. */
+  skipUnchanged: Type.Optional(Type.Boolean()),
   restoreTestCadenceSeconds: Type.Optional(
     Type.Union([Type.Integer({ minimum: 3600, maximum: MAX_CADENCE_SECONDS }), Type.Null()]),
   ),
@@ -125,6 +127,7 @@ export interface JobConfig {
   source: Static<typeof Source>;
   destinations: string[];
   retention?: Static<typeof Retention>;
+  skipUnchanged?: boolean;
   restoreTestCadenceSeconds: number | null;
 }
 
@@ -140,5 +143,6 @@ export function normaliseJob(input: JobInput | UpsertBody): JobConfig {
   };
   if (input.name !== undefined) job.name = input.name;
   if (input.retention !== undefined) job.retention = input.retention;
+  if (input.skipUnchanged !== undefined) job.skipUnchanged = input.skipUnchanged;
   return job;
 }
