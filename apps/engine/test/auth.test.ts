@@ -1,8 +1,10 @@
 import { createHmac } from 'node:crypto';
 import { tempDir } from '@coffer/testkit';
 import t from 'tap';
+import { buildApp } from '../src/app.ts';
 import { createPerimeterVerifier } from '../src/auth/perimeter.ts';
-import { ADMIN_TOKEN, bearer, http, startEngine } from './helpers/engine.ts';
+import { loadConfig } from '../src/config.ts';
+import { ADMIN_TOKEN, baseEnv, bearer, http, startEngine } from './helpers/engine.ts';
 import { AUDIENCE, ISSUER, startKeySet, TEAM_DOMAIN } from './helpers/perimeter.ts';
 import { makePki } from './helpers/tls.ts';
 
@@ -185,4 +187,30 @@ t.test('admin token off when disabled or unset', async (t) => {
   t.equal((await http(`${disabled.url}/admin/whoami`, { headers: bearer() })).status, 401);
   const unset = await startEngine(t, { ADMIN_TOKEN: '' });
   t.equal((await http(`${unset.url}/admin/whoami`, { headers: bearer() })).status, 401);
+});
+
+t.test('x-engine-caller: the route sees the router-built value, never the inbound one', async (t) => {
+  const dataDir = tempDir(t, 'coffer-engine-caller-');
+  const config = loadConfig(baseEnv(dataDir, { HOST: '127.0.0.1', PORT: '0' }));
+  const app = await buildApp({ config, logger: false });
+  t.teardown(() => app.close());
+  // A probe at the handler boundary: what every route handler would read from the request.
+  const seen: Array<string | undefined> = [];
+  app.addHook('preHandler', async (request) => {
+    const v = request.headers['x-engine-caller'];
+    seen.push(Array.isArray(v) ? v.join(',') : v);
+  });
+  const url = await app.listen({ host: '127.0.0.1', port: 0 });
+  const forged = JSON.stringify({ method: 'perimeter-access', subject: 'https://evil.example#root' });
+
+  const authed = await http(`${url}/admin/whoami`, { headers: { ...bearer(), 'x-engine-caller': forged } });
+  t.equal(authed.status, 200);
+  t.equal(seen.at(-1), JSON.stringify({ method: 'admin-token', subject: null }), 'overwritten by the router');
+
+  const before = seen.length;
+  const open = await http(`${url}/admin/health`, { headers: { 'x-engine-caller': forged } });
+  t.equal(open.status, 200);
+  t.equal(seen.length, before + 1, 'the probe ran for the pre-auth route');
+  t.equal(seen.at(-1), undefined, 'an inbound value is dropped even where nobody authenticates');
+  t.notOk(seen.includes(forged), 'the forged value never reached a handler');
 });
