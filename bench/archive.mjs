@@ -21,11 +21,12 @@
 // CPU seconds (all threads of this process) are printed per phase as a load-independent cost.
 //
 // Environment: BENCH_SCALE (default 1; 0.1 for a quick run), BENCH_REPEAT (default 3),
+// BENCH_RSS_DETAIL=1 (print where resident memory is near each phase's peak),
 // BENCH_NO_BUILD=1 (skip building the packages), COFFER_ARCHIVE_WORKERS (codec worker threads;
 // default cores - 1, at least 1, at most 4; records are hashed on one more thread).
 import { execFileSync } from 'node:child_process';
 import { createCipheriv, createHash, randomBytes } from 'node:crypto';
-import { closeSync, mkdirSync, openSync, readSync, rmSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readFileSync, readSync, rmSync } from 'node:fs';
 import { open, rm, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
@@ -105,6 +106,32 @@ async function* readLarge(path, size) {
   }
 }
 
+/** Where resident memory is (BENCH_RSS_DETAIL=1): V8 heap of this thread, and mappings by kind. */
+function rssBreakdown() {
+  const m = process.memoryUsage();
+  const out = { rss: m.rss, heapTotal: m.heapTotal, arrayBuffers: m.arrayBuffers };
+  const kinds = {};
+  let kind = 'anon';
+  for (const line of readFileSync('/proc/self/smaps', 'utf8').split('\n')) {
+    if (/^[0-9a-f]+-[0-9a-f]+ /.test(line)) {
+      const [range, , , , , path = ''] = line.split(/\s+/);
+      const [a, b] = range.split('-').map((x) => Number.parseInt(x, 16));
+      const size = b - a;
+      kind = path.startsWith('/')
+        ? 'files'
+        : path === '[heap]'
+          ? 'main-malloc'
+          : size >= 8 * MIB && size <= 8 * MIB + 8192
+            ? 'shard-buffers'
+            : 'anon';
+    } else if (line.startsWith('Rss:')) {
+      kinds[kind] = (kinds[kind] ?? 0) + Number(line.split(/\s+/)[1]) * 1024;
+    }
+  }
+  Object.assign(out, kinds);
+  return Object.fromEntries(Object.entries(out).map(([k, v]) => [k, Math.round(v / MIB)]));
+}
+
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
@@ -135,11 +162,24 @@ async function main() {
   // Per-phase RSS peak, sampled cheaply (process.memoryUsage.rss() reads one counter).
   let phase = 'setup';
   const peak = { seal: 0, verify: 0 };
+  const breakdown = {};
+  let lastBreakdown = 0;
   const sampler = setInterval(() => {
-    if (phase in peak) peak[phase] = Math.max(peak[phase], process.memoryUsage.rss() / MIB);
+    if (!(phase in peak)) return;
+    const rss = process.memoryUsage.rss() / MIB;
+    if (
+      rss > peak[phase] &&
+      process.env.BENCH_RSS_DETAIL === '1' &&
+      performance.now() - lastBreakdown > 250
+    ) {
+      lastBreakdown = performance.now();
+      breakdown[phase] = rssBreakdown();
+    }
+    peak[phase] = Math.max(peak[phase], rss);
   }, 20);
   const small = Buffer.allocUnsafe(SMALL);
   const rounds = [];
+  const baselineRss = process.memoryUsage.rss() / MIB;
   let summary;
   for (let round = 1; round <= repeat; round++) {
     const ceil = ceiling();
@@ -237,11 +277,13 @@ async function main() {
     ],
     [
       'peak RSS',
-      `${fmt(peakRss)} MiB (target < 256: ${mark(peakRss < 256)}); sampled peaks: seal ${fmt(peak.seal)}, verify ${fmt(peak.verify)}`,
+      `${fmt(peakRss)} MiB (target < 256: ${mark(peakRss < 256)}); sampled peaks: seal ${fmt(peak.seal)}, verify ${fmt(peak.verify)}; before the first seal ${fmt(baselineRss)} (node, libraries, keys, the file list)`,
     ],
   ];
   console.log('');
   for (const [k, v] of rows) console.log(`${k.padEnd(48)} ${v}`);
+  if (process.env.BENCH_RSS_DETAIL === '1')
+    console.log('RSS near each phase peak (MiB):', JSON.stringify(breakdown));
   rmSync(destDir, { recursive: true, force: true });
   await writeFile(
     join(root, 'bench', '.data', 'archive-last.json'),

@@ -410,7 +410,12 @@ class RunReader implements OpenedRun {
         throw tampered(`chunk ${chunk}: not UTF-8`);
       }
       if (!text.endsWith('\n')) throw tampered(`chunk ${chunk}: not whole lines`);
-      for (const line of text.slice(0, -1).split('\n')) {
+      // Lines are cut one at a time (not split into an array up front): an array of a chunk's
+      // thousands of lines would stay alive across every await below.
+      for (let at = 0; at < text.length; ) {
+        const nl = text.indexOf('\n', at);
+        const line = text.slice(at, nl);
+        at = nl + 1;
         let value: unknown;
         try {
           value = JSON.parse(line);
