@@ -33,6 +33,7 @@ export const AUDIT_ACTIONS = [
   'restore-approve',
   'restore-reject',
   'restore-apply',
+  'restore-drill',
   // Owner actions under the second-owner gate.
   'owner-action-queued',
   'owner-action-approved',

@@ -20,7 +20,7 @@ import { createReadStream } from 'node:fs';
 import { mkdtemp, open, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type IndexEntry, isArchiveError, type OpenedRun, openRun } from '@coffer/archive';
+import { type IndexEntry, isArchiveError, type OpenedRun, openRun, verifyRun } from '@coffer/archive';
 import { isSourceError, openSource, type RecordBody, type SourceConnector } from '@coffer/sources';
 import { codeOf, RestoreError } from './errors.ts';
 import { computePlan } from './plan.ts';
@@ -29,7 +29,14 @@ import type { ApplyOptions, ApplyProgress, ApplyReceipt, RecordOutcome, SkippedE
 /** The specification's in-account apply limits, used in Coffer as progress batch sizes (not caps). */
 export const APPLY_BATCH_SKIP = 160;
 export const APPLY_BATCH = 200;
-const MEMORY_STAGE = 8 * 1024 * 1024;
+const MEMORY_STAGE = 32 * 1024 * 1024;
+/**
+ * Phase two stages records one by one in archive order (so the reader decrypts each shard once)
+ * and writes up to this many staged records concurrently: a files target spends most of a small
+ * record's time waiting on filesystem calls, which overlap well. Bounded in bytes as well.
+ */
+const WRITE_CONCURRENCY = 8;
+const WRITE_BUDGET_BYTES = 96 * 1024 * 1024;
 const SKIPPED_MAX = 1000;
 const FAILED_MAX = 1000;
 
@@ -42,6 +49,10 @@ const WRITE_REASONS: Record<string, string> = {
   ERR_SOURCE_RESOURCE_MISSING: 'target resource missing',
   ERR_SOURCE_THROTTLED: 'target throttled the write',
 };
+
+async function* piecesOf(parts: Uint8Array[]): AsyncIterable<Uint8Array> {
+  for (const p of parts) yield p;
+}
 
 /** A record staged after its bytes verified. */
 interface Staged {
@@ -91,11 +102,14 @@ class Stager {
       throw e;
     }
     if (path === null) {
-      const bytes = Buffer.concat(parts);
+      // No concatenation: a record spanning shards is handed over as its verified pieces.
+      const only = parts.length === 1 ? parts[0]! : null;
       return {
         size,
-        body: () => new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength),
-        release: async () => {},
+        body: () => only ?? (piecesOf(parts) as RecordBody),
+        release: async () => {
+          parts.length = 0;
+        },
       };
     }
     const p = path;
@@ -179,8 +193,36 @@ export async function applyRestore(options: ApplyOptions): Promise<ApplyReceipt>
   };
   const cancelled = () => options.signal?.aborted === true;
 
-  // Phase one: read-only verification of every in-scope record.
-  for (let i = 0; i < records.length; i++) {
+  // Phase one: read-only verification of every in-scope record. A plan that covers the whole run
+  // uses the archive's pipelined verifier (shards opened ahead on the codec workers, record hashes
+  // on their own thread): the same checks, on every record, at several times the speed.
+  if (records.length > 0 && records.length === ctx.manifest.document.totals.records) {
+    const verdict = await verifyRun(ctx.store, {
+      job: receipt.job,
+      runId: receipt.runId,
+      secretKey: options.operationalSecretKey!,
+      ...(options.signerPublicKey === undefined ? {} : { signerPublicKey: options.signerPublicKey }),
+      onProgress: (p) => {
+        if (p.bytes > 0) progress('verify', Math.floor((records.length * p.bytesDone) / p.bytes));
+      },
+    });
+    if (!verdict.ok || verdict.checks.records !== records.length) {
+      receipt.status = 'aborted';
+      receipt.failure = {
+        phase: 'verify',
+        code: verdict.failure?.code ?? 'ERR_ARCHIVE_INDEX_INCONSISTENT',
+        reason: verdict.failure?.reason ?? 'record count differs from the plan',
+      };
+      return finish();
+    }
+    receipt.recordsVerified = records.length;
+    if (cancelled()) {
+      receipt.status = 'cancelled';
+      receipt.cancelled = true;
+      return finish();
+    }
+  }
+  for (let i = receipt.recordsVerified; i < records.length; i++) {
     if (cancelled()) {
       receipt.status = 'cancelled';
       receipt.cancelled = true;
@@ -259,59 +301,15 @@ export async function applyRestore(options: ApplyOptions): Promise<ApplyReceipt>
       };
       return finish();
     }
-    for (let i = 0; i < records.length; i++) {
-      if ((i > 0 && i % batch === 0) || i === 0) progress('write', i);
-      if (cancelled()) {
-        receipt.status = 'cancelled';
-        receipt.cancelled = true;
-        break;
-      }
-      const e = records[i]!;
-      if (completed.has(e.name)) {
-        receipt.alreadyDone++;
-        continue;
-      }
-      if (skipMode) {
-        let exists: boolean;
-        try {
-          exists = await connector.exists(e.name);
-        } catch (err) {
-          failed(e.name, 'existence check failed', codeOf(err));
-          await report({
-            name: e.name,
-            outcome: 'failed',
-            reason: 'existence check failed',
-            code: codeOf(err),
-          });
-          continue;
-        }
-        if (exists) {
-          skipped(e.name, 'exists in the target (onExisting: skip)');
-          await report({
-            name: e.name,
-            outcome: 'skipped',
-            reason: 'exists in the target (onExisting: skip)',
-          });
-          continue;
-        }
-      }
-      let staged: Staged;
+    // Writes in flight (sqlite: one at a time, its schema record must land before the tables).
+    const concurrency =
+      config.type === 'sqlite' ? 1 : Math.max(1, options.writeConcurrency ?? WRITE_CONCURRENCY);
+    const inFlight = new Set<Promise<void>>();
+    let inFlightBytes = 0;
+    const target = connector;
+    const writeStaged = async (e: IndexEntry, staged: Staged): Promise<void> => {
       try {
-        staged = await stager.stage(run, e);
-      } catch (err) {
-        receipt.status = 'aborted';
-        receipt.failure = {
-          phase: 'write',
-          code: codeOf(err),
-          reason: isArchiveError(err)
-            ? `record failed re-verification: ${err.reason}`
-            : 'record could not be read back',
-          record: e.name,
-        };
-        break;
-      }
-      try {
-        const r = await connector.write(e.name, staged.body(), { ...e.metadata });
+        const r = await target.write(e.name, staged.body(), { ...e.metadata });
         if (r.written) {
           receipt.written++;
           receipt.bytes += staged.size;
@@ -338,6 +336,75 @@ export async function applyRestore(options: ApplyOptions): Promise<ApplyReceipt>
       } finally {
         await staged.release();
       }
+    };
+    try {
+      for (let i = 0; i < records.length; i++) {
+        if ((i > 0 && i % batch === 0) || i === 0) progress('write', i);
+        const e = records[i]!;
+        if (completed.has(e.name)) {
+          receipt.alreadyDone++;
+          continue;
+        }
+        while (
+          inFlight.size >= concurrency ||
+          (inFlight.size > 0 && inFlightBytes + e.size > WRITE_BUDGET_BYTES)
+        )
+          await Promise.race(inFlight);
+        // Checked after the wait: a cancel that came while writes finished starts no new one.
+        if (cancelled()) {
+          receipt.status = 'cancelled';
+          receipt.cancelled = true;
+          break;
+        }
+        if (skipMode) {
+          let exists: boolean;
+          try {
+            exists = await connector.exists(e.name);
+          } catch (err) {
+            failed(e.name, 'existence check failed', codeOf(err));
+            await report({
+              name: e.name,
+              outcome: 'failed',
+              reason: 'existence check failed',
+              code: codeOf(err),
+            });
+            continue;
+          }
+          if (exists) {
+            skipped(e.name, 'exists in the target (onExisting: skip)');
+            await report({
+              name: e.name,
+              outcome: 'skipped',
+              reason: 'exists in the target (onExisting: skip)',
+            });
+            continue;
+          }
+        }
+        let staged: Staged;
+        try {
+          staged = await stager.stage(run, e);
+        } catch (err) {
+          receipt.status = 'aborted';
+          receipt.failure = {
+            phase: 'write',
+            code: codeOf(err),
+            reason: isArchiveError(err)
+              ? `record failed re-verification: ${err.reason}`
+              : 'record could not be read back',
+            record: e.name,
+          };
+          break;
+        }
+        inFlightBytes += e.size;
+        const task = writeStaged(e, staged).finally(() => {
+          inFlightBytes -= e.size;
+          inFlight.delete(task);
+        });
+        inFlight.add(task);
+      }
+    } finally {
+      // Writes already started finish (a cancel or an abort stops further writes only).
+      await Promise.allSettled([...inFlight]);
     }
   } finally {
     await connector?.close().catch(() => undefined);

@@ -204,8 +204,10 @@ export interface ApplyOptions extends PlanOptions {
   batchSize?: number;
   /** Directory for staging records before their write (default the OS temporary directory). */
   stagingDir?: string;
-  /** Records up to this size are staged in memory, bigger ones in a 0600 file (default 8 MiB). */
+  /** Records up to this size are staged in memory, bigger ones in a 0600 file (default 32 MiB). */
   memoryStageBytes?: number;
+  /** Verified records written concurrently in phase two (default 8; sqlite targets: always 1). */
+  writeConcurrency?: number;
 }
 
 export type ApplyStatus = 'succeeded' | 'completed-with-failures' | 'aborted' | 'cancelled';

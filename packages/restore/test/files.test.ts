@@ -308,6 +308,9 @@ t.test('cancel stops further writes and leaves written records in place', async 
       { target: { namespaceId: out }, confirm: true },
       {
         signal: ac.signal,
+        // One write at a time, so exactly one record is written before the cancel is seen (with
+        // concurrent writes, the writes already started when the cancel came also finish).
+        writeConcurrency: 1,
         onRecord: (o) => {
           if (o.outcome === 'written') ac.abort();
         },

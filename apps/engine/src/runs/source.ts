@@ -7,6 +7,7 @@
  * they are read here, at open time, and handed to the connector only.
  */
 import { createRequire } from 'node:module';
+import { type JobSource, jobSourceConfig } from './source-config.ts';
 
 /** One record as the connector's listing saw it. */
 export interface RunSourceRecord {
@@ -42,8 +43,7 @@ export function isSkippedEntry(entry: RunSourceRecord | RunSourceSkipped): entry
   return (entry as RunSourceSkipped).skipped === true;
 }
 
-/** A job's `source` object as the jobs routes validated it. */
-export type JobSource = { type: string } & Record<string, unknown>;
+export type { JobSource };
 
 interface SourcesModule {
   createFilesSource?: (config: Record<string, unknown>) => RunSource;
@@ -73,50 +73,14 @@ export async function sourceError(code: string, message: string): Promise<Error>
   return new mod.SourceError(code, message);
 }
 
-function env(name: unknown): string | undefined {
-  return typeof name === 'string' ? process.env[name] : undefined;
-}
-
 /**
  * Opens the connector for a job's source. `binding` is the job id (the configured connection
  * name recorded on each record). Throws SourceError (ERR_SOURCE_UNSUPPORTED_TYPE, BINDING, ...).
  */
 export async function openJobSource(source: JobSource, binding: string): Promise<RunSource> {
   const mod = await sourcesModule();
-  let config: Record<string, unknown>;
-  switch (source.type) {
-    case 'files':
-      config = { type: 'files', root: source.path, binding };
-      break;
-    case 'sqlite':
-      config = { type: 'sqlite', path: source.path, binding };
-      break;
-    case 'redis': {
-      let url = String(source.url);
-      const password = env(source.passwordEnv);
-      if (password !== undefined) {
-        const u = new URL(url);
-        u.password = password;
-        url = u.toString();
-      }
-      config = { type: 'redis', url, binding };
-      if (source.db !== undefined) config.db = source.db;
-      if (source.keyPrefix !== undefined) config.prefix = source.keyPrefix;
-      break;
-    }
-    case 's3': {
-      config = { type: 's3', bucket: source.bucket, binding };
-      for (const k of ['prefix', 'endpoint', 'region', 'forcePathStyle'] as const)
-        if (source[k] !== undefined) config[k] = source[k];
-      const accessKeyId = env(source.accessKeyIdEnv);
-      const secretAccessKey = env(source.secretAccessKeyEnv);
-      if (accessKeyId !== undefined && secretAccessKey !== undefined)
-        config.credentials = { accessKeyId, secretAccessKey };
-      break;
-    }
-    default:
-      throw new mod.SourceError('ERR_SOURCE_UNSUPPORTED_TYPE', 'unsupported source type');
-  }
+  const config = jobSourceConfig(source, binding);
+  if (config === null) throw new mod.SourceError('ERR_SOURCE_UNSUPPORTED_TYPE', 'unsupported source type');
   if (mod.openSource) return mod.openSource(config);
   const factory = {
     files: mod.createFilesSource,

@@ -2,69 +2,30 @@
  * What the restore routes need from the engine: the job's source as a connector configuration
  * (the restore target resolver), the run's job, whether a run is the job's latest, and the
  * approval policy. Connection secrets are read from the environment variables a job names, at
- * resolve time, exactly as the run executor does (src/runs/source.ts); they never reach a reply.
+ * resolve time, by the run executor's own mapping (src/runs/source-config.ts); they never reach a
+ * reply.
  */
 import type { PlanOptions, TargetResolver } from '@coffer/restore';
 import type { SourceConfig } from '@coffer/sources';
 import type { FastifyInstance } from 'fastify';
+import { type JobSource, jobSourceConfig } from '../../runs/source-config.ts';
 
 /** Settings keys of the restore approval policy. */
 export const APPROVAL_ENABLED_KEY = 'restore.approval.enabled';
 export const APPROVAL_MIN_DELAY_KEY = 'restore.approval.minDelaySeconds';
 export const DRILL_EVIDENCE_PREFIX = 'drill.evidence.';
 
-function env(name: unknown): string | undefined {
-  return typeof name === 'string' ? process.env[name] : undefined;
-}
-
-/** A job's `source` object as a @coffer/sources configuration, or null when it is not one. */
+/**
+ * A job's `source` object as a @coffer/sources configuration, or null when it is not one: the run
+ * executor's own mapping (src/runs/source-config.ts), so a restore writes back into exactly the
+ * resource the run read.
+ */
 export function sourceConfigOf(
   source: Record<string, unknown> | undefined,
   binding: string,
 ): SourceConfig | null {
   if (!source || typeof source.type !== 'string') return null;
-  switch (source.type) {
-    case 'files':
-      return typeof source.path === 'string' ? { type: 'files', root: source.path, binding } : null;
-    case 'sqlite':
-      return typeof source.path === 'string' ? { type: 'sqlite', path: source.path, binding } : null;
-    case 'redis': {
-      if (typeof source.url !== 'string') return null;
-      let url = source.url;
-      const password = env(source.passwordEnv);
-      if (password !== undefined) {
-        const u = new URL(url);
-        u.password = password;
-        url = u.toString();
-      }
-      return {
-        type: 'redis',
-        url,
-        binding,
-        ...(typeof source.db === 'number' ? { db: source.db } : {}),
-        ...(typeof source.keyPrefix === 'string' ? { prefix: source.keyPrefix } : {}),
-      };
-    }
-    case 's3': {
-      if (typeof source.bucket !== 'string') return null;
-      const accessKeyId = env(source.accessKeyIdEnv);
-      const secretAccessKey = env(source.secretAccessKeyEnv);
-      return {
-        type: 's3',
-        bucket: source.bucket,
-        binding,
-        ...(typeof source.prefix === 'string' ? { prefix: source.prefix } : {}),
-        ...(typeof source.endpoint === 'string' ? { endpoint: source.endpoint } : {}),
-        ...(typeof source.region === 'string' ? { region: source.region } : {}),
-        ...(typeof source.forcePathStyle === 'boolean' ? { forcePathStyle: source.forcePathStyle } : {}),
-        ...(accessKeyId !== undefined && secretAccessKey !== undefined
-          ? { credentials: { accessKeyId, secretAccessKey } }
-          : {}),
-      };
-    }
-    default:
-      return null;
-  }
+  return jobSourceConfig(source as JobSource, binding) as SourceConfig | null;
 }
 
 /** Binding (job id) -> the job's source configuration. */

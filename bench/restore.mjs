@@ -1,0 +1,321 @@
+#!/usr/bin/env node
+// `pnpm bench:restore`: restores the ~1 GiB data set of the backup benchmark (the shared generator
+// bench/archive-dataset.mjs; else bench/archive.mjs's older one, as bench/backup.mjs does) into an
+// EMPTY directory THROUGH THE RUNNING ENGINE (`node apps/engine/dist/main.js`, SQLite state,
+// local-filesystem destination) and reports MiB/s next to `restic restore` of the same data in the
+// same bench, as a ratio (target >= 1.0).
+//
+// What is timed:
+// - engine: wall time from `POST /admin/restore` with `confirm: true` (target under
+//   ENGINE_RESTORE_ROOTS) to the apply reading `succeeded` on `GET /admin/restore/applies`. It
+//   includes the plan recomputation, phase one (every record read back and verified, nothing
+//   written) and phase two (every record read again, re-verified and written: temp file + rename).
+//   The phase-one / phase-two split is printed from the apply's progress.
+// - restic: `restic restore latest --target DIR` from a repository made once with `restic backup`
+//   of the same tree (restic verifies each blob's MAC and hash while it restores; it has no
+//   separate verify-everything-first phase).
+// - optionally (BENCH_DIRECT=1) the same apply through @coffer/restore in this process, with the
+//   engine's keys, to separate HTTP/engine costs from the package's.
+// Fairness: the page cache is warmed (source read once, both repositories are read once by a
+// first untimed restore each); engine and restic restores are interleaved per repetition; figures
+// are medians over BENCH_REPEAT repetitions (default 3), every sample printed. Each restored tree is
+// checked (file count and byte total) and removed before the next restore.
+// Environment: BENCH_SCALE (default 1), BENCH_REPEAT (default 3), BENCH_SKIP_RESTIC=1,
+// BENCH_DIRECT=1, BENCH_ENGINE_ARGS (extra node flags for the engine, e.g.
+// "--cpu-prof --cpu-prof-dir=/tmp/p"), BENCH_ENGINE_MAIN (another build's main.js).
+import { spawn, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const given = { ...process.env };
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const MIB = 1024 * 1024;
+const scale = given.BENCH_SCALE ?? '1';
+const repeat = Math.max(1, Number(given.BENCH_REPEAT ?? '3'));
+const work = join(root, 'bench', '.data', 'restore');
+const engineMain = given.BENCH_ENGINE_MAIN ?? join(root, 'apps/engine/dist/main.js');
+if (!existsSync(engineMain)) throw new Error('run `pnpm build` first');
+
+// 1. The data set (the same bytes bench:backup and bench:archive use).
+let sourceDir;
+const shared = join(root, 'bench', 'archive-dataset.mjs');
+if (existsSync(shared)) {
+  const { ensureDataSet } = await import(pathToFileURL(shared).href);
+  sourceDir = ensureDataSet(Number(scale)).sourceDir;
+} else {
+  sourceDir = join(root, 'bench', '.data', `archive-${scale}`, 'source');
+  if (!existsSync(join(root, 'bench', '.data', `archive-${scale}`, 'READY'))) {
+    const r = spawnSync(process.execPath, [join(root, 'bench/archive.mjs'), '--generate'], {
+      stdio: 'inherit',
+      env: { ...process.env, BENCH_SCALE: scale },
+    });
+    if (r.status !== 0) throw new Error('data set generation failed');
+  }
+}
+const chunk = Buffer.allocUnsafe(4 * MIB);
+/** Files and bytes under a directory; `warm` reads every file once (page cache). */
+function tally(dir, warm = false) {
+  let bytes = 0;
+  let files = 0;
+  const walk = (d) => {
+    for (const e of readdirSync(d, { withFileTypes: true })) {
+      const p = join(d, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (e.isFile()) {
+        bytes += statSync(p).size;
+        files++;
+        if (warm) {
+          const fd = openSync(p, 'r');
+          while (readSync(fd, chunk, 0, chunk.length, null) > 0);
+          closeSync(fd);
+        }
+      }
+    }
+  };
+  walk(dir);
+  return { bytes, files };
+}
+const { bytes: totalBytes, files } = tally(sourceDir, true);
+
+rmSync(work, { recursive: true, force: true });
+mkdirSync(join(work, 'targets'), { recursive: true });
+const requireFromEngine = createRequire(join(root, 'apps/engine/package.json'));
+const crypto = await import(pathToFileURL(requireFromEngine.resolve('@coffer/crypto')).href);
+const bg = crypto.generateRecipient();
+writeFileSync(join(work, 'bg.pub'), crypto.encodeKeyFile('recipient-public', bg.publicKey));
+
+// 2. The engine, with a restore root.
+const token = randomBytes(24).toString('hex');
+const port = String(30000 + Math.floor(Math.random() * 20000));
+const url = `http://127.0.0.1:${port}`;
+const engineData = join(work, 'engine');
+const targets = join(work, 'targets');
+const engineEnv = {
+  ...process.env,
+  HOST: '127.0.0.1',
+  PORT: port,
+  ENGINE_DATA_DIR: engineData,
+  ADMIN_TOKEN: token,
+  ENGINE_BREAK_GLASS_PUBLIC_KEY: join(work, 'bg.pub'),
+  ENGINE_RESTORE_ROOTS: targets,
+  ENGINE_LOG_LEVEL: 'warn',
+};
+const engineArgs = (given.BENCH_ENGINE_ARGS ?? '').split(/\s+/).filter(Boolean);
+const engine = spawn(process.execPath, [...engineArgs, engineMain], {
+  env: engineEnv,
+  stdio: ['ignore', 'inherit', 'inherit'],
+});
+const engineExit = new Promise((r) => engine.once('exit', r));
+const stopEngine = () => engine.kill('SIGTERM');
+process.on('exit', stopEngine);
+for (let i = 0; ; i++) {
+  try {
+    if ((await fetch(`${url}/ready`)).ok) break;
+  } catch {}
+  if (i > 300) throw new Error('engine did not start');
+  await new Promise((r) => setTimeout(r, 100));
+}
+const api = async (path, body) => {
+  const res = await fetch(`${url}/admin${path}`, {
+    method: body ? 'POST' : 'GET',
+    headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  return { status: res.status, body: await res.json() };
+};
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// 3. One backup through the engine.
+const jobId = 'bench-restore';
+const created = await api('/jobs', {
+  id: jobId,
+  cadenceSeconds: 86400,
+  source: { type: 'files', path: sourceDir },
+});
+if (created.status !== 200) throw new Error(`job not created: ${JSON.stringify(created.body)}`);
+const trig = await api('/trigger', { id: jobId });
+const runId = trig.body.runId;
+if (!runId) throw new Error(`trigger: ${trig.status} ${JSON.stringify(trig.body)}`);
+const b0 = performance.now();
+for (;;) {
+  await sleep(200);
+  const run = (await api(`/history?id=${jobId}`)).body.runs.find((x) => x.runId === runId);
+  if (run && run.status !== 'running') {
+    if (run.status !== 'ok') throw new Error(`backup run ${run.status} ${run.reason}`);
+    break;
+  }
+}
+console.log(`engine backup: ${((performance.now() - b0) / 1000).toFixed(1)} s (run ${runId})`);
+
+let n = 0;
+const freshTarget = () => join(targets, `t${++n}`);
+function checkTree(dir, label) {
+  const t = tally(dir);
+  if (t.files !== files || t.bytes !== totalBytes)
+    throw new Error(
+      `${label}: restored ${t.files} files / ${t.bytes} bytes, expected ${files} / ${totalBytes}`,
+    );
+}
+
+async function engineRestore(label) {
+  const dir = freshTarget();
+  const t0 = performance.now();
+  const r = await api('/restore', { runId, confirm: true, target: { namespaceId: dir } });
+  if (r.status !== 202) throw new Error(`apply: ${r.status} ${JSON.stringify(r.body)}`);
+  let phaseTwoAt = null;
+  for (;;) {
+    await sleep(25);
+    const s = (await api(`/restore/applies?id=${r.body.applyId}`)).body;
+    if (phaseTwoAt === null && s.progress && s.progress.phase !== 'verify') phaseTwoAt = performance.now();
+    if (s.status === 'running') continue;
+    const seconds = (performance.now() - t0) / 1000;
+    if (s.status !== 'succeeded')
+      throw new Error(`${label}: apply ${s.status} ${JSON.stringify(s.receipt ?? s.error)}`);
+    checkTree(dir, label);
+    rmSync(dir, { recursive: true, force: true });
+    return {
+      label,
+      seconds,
+      verifySeconds: phaseTwoAt === null ? null : (phaseTwoAt - t0) / 1000,
+    };
+  }
+}
+
+const haveRestic = given.BENCH_SKIP_RESTIC !== '1';
+const resticVersion = haveRestic
+  ? spawnSync('restic', ['version'], { encoding: 'utf8' }).stdout?.trim()
+  : null;
+if (haveRestic && !resticVersion) throw new Error('restic not found (apt-get install -y restic)');
+const repo = join(work, 'restic-repo');
+const resticEnv = {
+  ...process.env,
+  RESTIC_PASSWORD: 'bench',
+  RESTIC_REPOSITORY: repo,
+  RESTIC_CACHE_DIR: join(work, 'restic-cache'),
+};
+if (haveRestic) {
+  for (const args of [
+    ['init', '--quiet'],
+    ['backup', '--quiet', sourceDir],
+  ]) {
+    const r = spawnSync('restic', args, { env: resticEnv, stdio: ['ignore', 'ignore', 'inherit'] });
+    if (r.status !== 0) throw new Error(`restic ${args[0]} failed`);
+  }
+}
+function resticRestore(label) {
+  const dir = freshTarget();
+  const t0 = performance.now();
+  const r = spawnSync('restic', ['restore', 'latest', '--target', dir], {
+    env: resticEnv,
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const seconds = (performance.now() - t0) / 1000;
+  if (r.status !== 0) throw new Error(`${label}: restic exit ${r.status}`);
+  checkTree(join(dir, sourceDir), label);
+  rmSync(dir, { recursive: true, force: true });
+  return { label, seconds };
+}
+
+// 4. Optional: the package directly, in this process, with the engine's keys.
+let direct = null;
+if (given.BENCH_DIRECT === '1') {
+  const { loadConfig } = await import(pathToFileURL(join(root, 'apps/engine/dist/config.js')).href);
+  const { loadKeys } = await import(pathToFileURL(join(root, 'apps/engine/dist/keys.js')).href);
+  const restore = await import(pathToFileURL(requireFromEngine.resolve('@coffer/restore')).href);
+  const objectstore = await import(pathToFileURL(requireFromEngine.resolve('@coffer/objectstore')).href);
+  const keys = loadKeys(loadConfig(engineEnv));
+  const store = objectstore.createFsStore({ root: join(engineData, 'destination') });
+  direct = async (label) => {
+    const dir = freshTarget();
+    const t0 = performance.now();
+    let phaseTwoAt = null;
+    const receipt = await restore.applyRestore({
+      stores: { default: store },
+      defaultDestinationId: 'default',
+      job: jobId,
+      operationalSecretKey: keys.operational.secretKey,
+      signerPublicKey: keys.signer.publicKey,
+      request: { runId, confirm: true, target: { namespaceId: dir } },
+      targetResolver: async (b) => (b === jobId ? { type: 'files', root: sourceDir, binding: jobId } : null),
+      restoreRoots: [targets],
+      isLatest: true,
+      onProgress: (p) => {
+        if (phaseTwoAt === null && p.phase !== 'verify') phaseTwoAt = performance.now();
+      },
+    });
+    const seconds = (performance.now() - t0) / 1000;
+    if (receipt.status !== 'succeeded') throw new Error(`${label}: ${receipt.status}`);
+    checkTree(dir, label);
+    rmSync(dir, { recursive: true, force: true });
+    return { label, seconds, verifySeconds: phaseTwoAt === null ? null : (phaseTwoAt - t0) / 1000 };
+  };
+}
+
+// 5. Warm-up (untimed): each side reads its repository once.
+await engineRestore('warm-up');
+if (haveRestic) resticRestore('warm-up');
+
+const samples = { engine: [], restic: [], direct: [] };
+for (let rep = 1; rep <= repeat; rep++) {
+  samples.engine.push(await engineRestore('engine restore (HTTP apply)'));
+  if (haveRestic) samples.restic.push(resticRestore('restic restore'));
+  if (direct) samples.direct.push(await direct('@coffer/restore applyRestore'));
+}
+stopEngine();
+await engineExit;
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+const summary = (list) => {
+  if (list.length === 0) return null;
+  const seconds = median(list.map((r) => r.seconds));
+  const verify = list.every((r) => r.verifySeconds != null) ? median(list.map((r) => r.verifySeconds)) : null;
+  return {
+    label: list[0].label,
+    seconds,
+    verify,
+    mibps: totalBytes / MIB / seconds,
+    all: list.map((r) => r.seconds.toFixed(2)).join(' '),
+  };
+};
+const fmt = (r) =>
+  `${r.label.padEnd(32)} ${r.seconds.toFixed(2).padStart(7)} s  ${r.mibps.toFixed(1).padStart(7)} MiB/s` +
+  (r.verify !== null
+    ? `  [plan + verify ${r.verify.toFixed(2)} s, write ${(r.seconds - r.verify).toFixed(2)} s]`
+    : '') +
+  `  samples: ${r.all}`;
+const eng = summary(samples.engine);
+console.log(
+  `\nData set: ${files} files, ${(totalBytes / MIB).toFixed(0)} MiB = ${(totalBytes / 1024 ** 3).toFixed(2)} GiB (scale ${scale}; ${sourceDir})`,
+);
+console.log(`Medians of ${repeat} repetition(s), into an empty directory each time`);
+console.log(fmt(eng));
+const dir = summary(samples.direct);
+if (dir) console.log(fmt(dir));
+if (haveRestic) {
+  const rr = summary(samples.restic);
+  console.log(`${resticVersion}`);
+  console.log(fmt(rr));
+  console.log(
+    `ratio (engine / restic restore throughput): ${(eng.mibps / rr.mibps).toFixed(2)}  (target >= 1.0)`,
+  );
+}
+const out = join(root, 'bench', '.data', 'restore-last.json');
+writeFileSync(out, JSON.stringify({ at: new Date().toISOString(), totalBytes, files, samples }, null, 2));
