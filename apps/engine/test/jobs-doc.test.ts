@@ -2,27 +2,14 @@
 // exactly the properties the route schema (TypeBox) accepts, so neither can drift from the other.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { repoRoot } from '@coffer/testkit';
+import { markdownTable, repoRoot } from '@coffer/testkit';
 import t from 'tap';
 import { Source, UpsertBody } from '../src/routes/admin/jobs/schema.ts';
 
 const doc = readFileSync(join(repoRoot(), 'docs', 'jobs.md'), 'utf8');
 
-/** Cells of the rows of the first table whose header's first cell is `first`. */
-function rows(first: string): string[][] {
-  const lines = doc.split('\n');
-  const cells = (l: string) =>
-    l
-      .trim()
-      .replace(/^\||\|$/g, '')
-      .split('|')
-      .map((c) => c.trim());
-  const at = lines.findIndex((l) => l.startsWith('|') && cells(l)[0] === first);
-  if (at < 0) throw new Error(`docs/jobs.md: no table headed ${first}`);
-  const out: string[][] = [];
-  for (let i = at + 2; i < lines.length && lines[i]!.startsWith('|'); i++) out.push(cells(lines[i]!));
-  return out;
-}
+/** Body rows of the docs/jobs.md table whose header's first cell is `first`. */
+const rows = (first: string): string[][] => markdownTable(doc, [first]).rows;
 
 const unquote = (cell: string) => cell.replace(/^`|`$/g, '');
 
@@ -37,7 +24,7 @@ t.test('the Fields table names every property of the upsert body, and nothing el
 
 t.test('the Source types table names every source type with exactly its fields', async (t) => {
   const documented = new Map(
-    rows('`type`').map((r) => [
+    rows('type').map((r) => [
       unquote(r[0]!),
       [...(r[1] ?? '').matchAll(/`([A-Za-z]+)\??`/g)].map((m) => m[1]!).sort(),
     ]),

@@ -3,29 +3,16 @@
 // definition's constants and worked example in docs/audit.md match the code and golden vector.
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { markdownTable } from '@coffer/testkit';
 import t from 'tap';
 import { AUDIT_ACTIONS, AUDIT_ERROR_CODES, CSV_COLUMNS, GENESIS_HASH, hashEvent } from '../src/index.ts';
 
 const read = (rel: string) => readFileSync(fileURLToPath(new URL(rel, import.meta.url)), 'utf8');
 const docs = (name: string) => read(`../../../docs/${name}`);
 
-function cells(line: string): string[] {
-  return line
-    .trim()
-    .replace(/^\||\|$/g, '')
-    .split('|')
-    .map((c) => c.trim().replace(/^`|`$/g, ''));
-}
-
 /** First-column values of the markdown table whose header starts with `first`. */
-function firstColumn(markdown: string, first: string): string[] {
-  const lines = markdown.split('\n');
-  const at = lines.findIndex((l) => l.startsWith('|') && cells(l)[0] === first);
-  if (at < 0) throw new Error(`table not found: ${first}`);
-  const out: string[] = [];
-  for (let i = at + 2; i < lines.length && lines[i]!.startsWith('|'); i++) out.push(cells(lines[i]!)[0]!);
-  return out;
-}
+const firstColumn = (markdown: string, first: string): string[] =>
+  markdownTable(markdown, [first]).rows.map((r) => r[0]!);
 
 t.test('docs/errors.md lists every @coffer/audit code in its own section', async (t) => {
   const text = docs('errors.md');

@@ -2,32 +2,12 @@
 // and the matrix and decided-cell tables in docs/security-model.md equal the code's matrix.
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { markdownTable as table } from '@coffer/testkit';
 import t from 'tap';
 import { AUTHZ_ERROR_CODES, CAPABILITIES, capabilitiesOf, holdersOf, ROLES } from '../src/index.ts';
 
 const docs = (name: string) =>
   readFileSync(fileURLToPath(new URL(`../../../docs/${name}`, import.meta.url)), 'utf8');
-
-/**
- * Rows of the first markdown table whose header cells start with `headerStart` (cell padding is
- * ignored, since Biome aligns markdown tables).
- */
-function table(markdown: string, headerStart: readonly string[]): { header: string[]; rows: string[][] } {
-  const lines = markdown.split('\n');
-  const at = lines.findIndex((l) => l.startsWith('|') && headerStart.every((h, i) => cells(l)[i] === h));
-  if (at < 0) throw new Error(`table not found: ${headerStart.join(' | ')}`);
-  const rows: string[][] = [];
-  for (let i = at + 2; i < lines.length && lines[i]!.startsWith('|'); i++) rows.push(cells(lines[i]!));
-  return { header: cells(lines[at]!), rows };
-}
-
-function cells(line: string): string[] {
-  return line
-    .trim()
-    .replace(/^\||\|$/g, '')
-    .split('|')
-    .map((c) => c.trim().replace(/^`|`$/g, ''));
-}
 
 t.test('docs/errors.md lists every @coffer/authz code in its own section', async (t) => {
   const text = docs('errors.md');
