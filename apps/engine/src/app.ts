@@ -27,6 +27,7 @@ import { createAdminTokenChecker } from './auth/admin-token.ts';
 import { createPerimeterVerifier } from './auth/perimeter.ts';
 import type { EngineConfig } from './config.ts';
 import type { EngineContext } from './context.ts';
+import { type DrillSchedulerOptions, installDrills } from './drills/scheduler.ts';
 import { ConfigError, EngineError } from './errors.ts';
 import { type EngineKeys, loadKeys } from './keys.ts';
 import authPlugin from './plugins/auth.ts';
@@ -60,6 +61,8 @@ export interface BuildAppOptions {
   testOnly?: { perimeterJwksUrl?: string; perimeterJwksCa?: string };
   /** Run service overrides (tests: poll interval, executor tuning); never read from the environment. */
   runs?: Partial<Omit<RunServiceOptions, 'state' | 'keys' | 'destinations' | 'log'>>;
+  /** Restore drills and their cadence scheduler (tests: a clock, the check interval). */
+  drills?: DrillSchedulerOptions;
 }
 
 export const REDACT_PATHS = [
@@ -160,6 +163,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   });
   app.decorate('runs', runs);
   app.addHook('preClose', async () => runs.stop());
+  installDrills(app, options.drills); // restore drills: started by start.ts, stopped before close
   for (const warning of keys.warnings) app.log.warn({ keys: 'warning' }, warning);
   if (keys.missing.length > 0) {
     app.log.warn(

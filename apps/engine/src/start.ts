@@ -15,6 +15,7 @@ export async function startEngine(
   const url = await app.listen({ host: config.host, port: config.port });
   // The scheduler starts once the engine answers: its first tick resumes interrupted runs.
   app.runs.start();
+  app.drills.startScheduler(); // scheduled restore drills (the jobs' restore-test cadence)
   app.log.info(
     { event: 'listening', url, keysReady: app.engine.keys.ready },
     `coffer-engine listening at ${url}`,

@@ -16,8 +16,6 @@
  * tokens, keys or record bytes; the bare admin token (no subject) can neither request nor approve.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
 import { can, forbiddenBody } from '@coffer/authz';
 import {
   type ApplyProgress,
@@ -26,7 +24,6 @@ import {
   approveRestore,
   attestRun,
   checkRestoreApproval,
-  type DrillEvidence,
   estimateRto,
   isRestoreError,
   listRestoreApprovals,
@@ -36,21 +33,13 @@ import {
   rejectRestore,
   requestRestoreApproval,
   reserveRestoreApproval,
-  runDrill,
   settleRestoreApproval,
   validateRestoreRequest,
   verifyRestore,
 } from '@coffer/restore';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import {
-  APPROVAL_ENABLED_KEY,
-  APPROVAL_MIN_DELAY_KEY,
-  approvalPolicy,
-  DRILL_EVIDENCE_PREFIX,
-  planOptionsFor,
-  sourceConfigOf,
-} from './context.ts';
+import { APPROVAL_ENABLED_KEY, APPROVAL_MIN_DELAY_KEY, approvalPolicy, planOptionsFor } from './context.ts';
 
 interface ApplyState {
   applyId: string;
@@ -63,13 +52,6 @@ interface ApplyState {
   receipt?: ApplyReceipt;
   error?: string;
   controller: AbortController;
-}
-
-interface DrillSession {
-  sessionId: string;
-  job: string;
-  runId: string;
-  startedAt: string;
 }
 
 const PlanHashBody = Type.Object(
@@ -110,8 +92,6 @@ function actor(request: FastifyRequest) {
 export default async function restoreRoutes(app: FastifyInstance): Promise<void> {
   const state = app.engine.state;
   const applies = new Map<string, ApplyState>();
-  let drill: DrillSession | null = null;
-  let lastDrill: DrillEvidence | null = null;
   const applyCapability = app.requireCapability('restore.apply');
 
   // (1) then the rate limiter: the capability depends on `confirm`, so it runs on the parsed body.
@@ -492,8 +472,7 @@ export default async function restoreRoutes(app: FastifyInstance): Promise<void>
     },
   );
 
-  // Drills: one attended session at a time.
-  const scratchDir = join(app.engine.config.dataDir, 'drills');
+  // Drills: one at a time across processes (src/drills/scheduler.ts holds the lease and the evidence).
   app.post<{ Body: { job: string; runId?: string } }>(
     '/drill/run',
     {
@@ -507,67 +486,33 @@ export default async function restoreRoutes(app: FastifyInstance): Promise<void>
       },
     },
     async (request, reply) => {
-      if (drill)
-        return reply
-          .code(409)
-          .send({ error: 'a drill session is already running', sessionId: drill.sessionId });
-      const job = await state.jobs.get(request.body.job);
-      if (!job) return reply.code(404).send({ error: 'job not found' });
-      const run = request.body.runId
-        ? await state.runs.get(request.body.runId)
-        : await state.runs.latestOk(job.id);
-      if (!run || run.jobId !== job.id) return reply.code(404).send({ error: 'run not found' });
-      const key = app.engine.keys.operational?.secretKey;
-      if (!key)
-        return reply.code(409).send({ error: 'no operational key: this engine cannot read archives back' });
-      const session: DrillSession = {
-        sessionId: `drs_${randomBytes(12).toString('hex')}`,
-        job: job.id,
-        runId: run.id,
-        startedAt: new Date().toISOString(),
-      };
-      drill = session;
-      mkdirSync(scratchDir, { recursive: true, mode: 0o700 });
-      const source = sourceConfigOf(job.config.source as Record<string, unknown> | undefined, job.id);
-      const dests = (job.config.destinations as string[] | undefined) ?? ['default'];
-      const store =
-        app.engine.destinations.get(dests[0] ?? 'default') ?? app.engine.destinations.get('default')!;
-      void (async () => {
-        try {
-          const ev = await runDrill({
-            store,
-            job: job.id,
-            runId: run.id,
-            operationalSecretKey: key,
-            signerPublicKey: app.engine.keys.signer.publicKey,
-            trigger: 'manual',
-            scratch: {
-              dir: scratchDir,
-              ...(source?.type === 'redis' ? { redis: { url: source.url, db: source.db ?? 0 } } : {}),
-              ...(source?.type === 's3'
-                ? { s3: { ...source, prefix: `${source.prefix ? `${source.prefix}/` : ''}coffer-drills` } }
-                : {}),
-            },
+      const r = await app.drills.start(request.body.job, {
+        ...(request.body.runId === undefined ? {} : { runId: request.body.runId }),
+        trigger: 'manual',
+        request,
+      });
+      switch (r.kind) {
+        case 'busy':
+          return reply
+            .code(409)
+            .send({ error: 'a drill session is already running', sessionId: r.sessionId });
+        case 'not-found':
+          return reply.code(404).send({ error: `${r.what} not found` });
+        case 'started':
+          return reply.code(202).send({
+            ok: true,
+            sessionId: r.session.sessionId,
+            job: r.session.job,
+            runId: r.session.runId,
+            status: 'running',
           });
-          lastDrill = ev;
-          await state.settings.set(`${DRILL_EVIDENCE_PREFIX}${ev.id}`, ev);
-        } catch (e) {
-          app.log.warn({ code: (e as { code?: unknown }).code }, 'drill failed');
-        } finally {
-          drill = null;
-        }
-      })();
-      return reply
-        .code(202)
-        .send({ ok: true, sessionId: session.sessionId, job: job.id, runId: run.id, status: 'running' });
+        default:
+          return reply.code(409).send({ error: 'no operational key: this engine cannot read archives back' });
+      }
     },
   );
 
-  async function evidence(): Promise<DrillEvidence[]> {
-    return (await state.settings.list(DRILL_EVIDENCE_PREFIX))
-      .map((s) => s.value as DrillEvidence)
-      .sort((a, b) => (a.startedAt < b.startedAt ? 1 : -1));
-  }
+  const evidence = () => app.drills.evidence();
 
   app.get(
     '/attest/session/status',
@@ -580,11 +525,14 @@ export default async function restoreRoutes(app: FastifyInstance): Promise<void>
         tags: ['admin', 'restore'],
       },
     },
-    async () => ({
-      active: drill !== null,
-      ...(drill ? { session: drill } : {}),
-      last: lastDrill ?? (await evidence())[0] ?? null,
-    }),
+    async () => {
+      const live = await app.drills.liveSession();
+      return {
+        active: live !== null,
+        ...(live ? { session: live } : {}),
+        last: (await evidence())[0] ?? null,
+      };
+    },
   );
 
   app.get(
@@ -613,7 +561,7 @@ export default async function restoreRoutes(app: FastifyInstance): Promise<void>
             : null,
         };
       });
-      return { jobs, running: drill };
+      return { jobs, running: await app.drills.liveSession() };
     },
   );
 
