@@ -4,6 +4,7 @@ import t from 'tap';
 import { buildApp } from '../src/app.ts';
 import { createPerimeterVerifier } from '../src/auth/perimeter.ts';
 import { loadConfig } from '../src/config.ts';
+import { retireAdminToken } from '../src/state/index.ts';
 import { ADMIN_TOKEN, baseEnv, bearer, http, startEngine } from './helpers/engine.ts';
 import { AUDIENCE, ISSUER, startKeySet, TEAM_DOMAIN } from './helpers/perimeter.ts';
 import { makePki } from './helpers/tls.ts';
@@ -213,4 +214,25 @@ t.test('x-engine-caller: the route sees the router-built value, never the inboun
   t.equal(seen.length, before + 1, 'the probe ran for the pre-auth route');
   t.equal(seen.at(-1), undefined, 'an inbound value is dropped even where nobody authenticates');
   t.notOk(seen.includes(forged), 'the forged value never reached a handler');
+});
+
+t.test('admin token: a retired token is refused; an unreadable retire latch refuses it too', async (t) => {
+  const retired = await startEngine(t);
+  t.equal((await http(`${retired.url}/admin/whoami`, { headers: bearer() })).status, 200, 'live before');
+  await retireAdminToken(retired.app.engine.state, null);
+  const after = await http(`${retired.url}/admin/whoami`, { headers: bearer() });
+  t.equal(after.status, 401, 'retired: honoured from the next request on');
+  t.equal(after.text, 'unauthorised');
+
+  const unreadable = await startEngine(t);
+  t.equal((await http(`${unreadable.url}/admin/whoami`, { headers: bearer() })).status, 200, 'live before');
+  // The state store goes away under the engine: the latch cannot be read, so the token is refused.
+  await unreadable.app.engine.state.close();
+  const closed = await http(`${unreadable.url}/admin/whoami`, { headers: bearer() });
+  t.equal(closed.status, 401, 'fail closed when the retire latch cannot be read');
+  t.equal(closed.text, 'unauthorised');
+  t.notOk(
+    unreadable.logs.join('').includes(ADMIN_TOKEN),
+    'the token never reaches the log on the failure path',
+  );
 });
