@@ -75,7 +75,7 @@ const FRAME_OVERHEAD = 48;
  * on the fs store, a PUT on S3) takes longer than sealing, so without this the pipeline waits on
  * the store.
  */
-const STORE_AHEAD = 3;
+const STORE_AHEAD = 2;
 const MAX_SHARD_SIZE = 64 * 1024 * 1024;
 /** The header's shard number is a u32. */
 const MAX_SHARDS = 0xffffffff;
