@@ -16,8 +16,9 @@
  *   written again; each record's write is idempotent for the same bytes.
  */
 import { randomBytes } from 'node:crypto';
+import type { Dirent } from 'node:fs';
 import { createReadStream } from 'node:fs';
-import { mkdtemp, open, rm } from 'node:fs/promises';
+import { mkdtemp, open, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type IndexEntry, isArchiveError, type OpenedRun, openRun, verifyRun } from '@coffer/archive';
@@ -122,6 +123,38 @@ class Stager {
 
   async close(): Promise<void> {
     if (this.#dir !== null) await rm(this.#dir, { recursive: true, force: true });
+  }
+}
+
+/** The files connector's temporary name for a record being written (`.<base>.coffer-<hex>.tmp`). */
+const CUT_WRITE = /^\.(.+)\.coffer-[0-9a-f]{12}\.tmp$/;
+
+/**
+ * Resuming into a files target: removes the temporary files of writes an engine crash cut short.
+ * Only a regular file named after a planned record of the same directory is removed (the
+ * connector's naming), never anything else in the target.
+ */
+async function removeCutWrites(root: string, names: string[]): Promise<void> {
+  const byDir = new Map<string, Set<string>>();
+  for (const n of names) {
+    const slash = n.lastIndexOf('/');
+    const dir = slash < 0 ? '' : n.slice(0, slash);
+    const base = n.slice(slash + 1).slice(0, 200);
+    let set = byDir.get(dir);
+    if (!set) byDir.set(dir, (set = new Set()));
+    set.add(base);
+  }
+  for (const [dir, bases] of byDir) {
+    let entries: Dirent[];
+    try {
+      entries = await readdir(join(root, dir), { withFileTypes: true });
+    } catch {
+      continue;
+    }
+    for (const e of entries) {
+      const m = CUT_WRITE.exec(e.name);
+      if (m && e.isFile() && bases.has(m[1]!)) await rm(join(root, dir, e.name), { force: true });
+    }
   }
 }
 
@@ -272,6 +305,11 @@ export async function applyRestore(options: ApplyOptions): Promise<ApplyReceipt>
     ctx.resolved.config.type === 'redis'
       ? { ...ctx.resolved.config, replace: !skipMode }
       : ctx.resolved.config;
+  if (options.resuming === true && config.type === 'files')
+    await removeCutWrites(
+      config.root,
+      records.map((r) => r.name),
+    ).catch(() => undefined);
   const stager = new Stager(options.stagingDir ?? tmpdir(), options.memoryStageBytes ?? MEMORY_STAGE);
   let connector: SourceConnector | null = null;
   const skipped = (name: string, reason: string) => {

@@ -363,7 +363,8 @@ export async function computePlan(
     return connector;
   };
   try {
-    if (resolved.config.type === 'sqlite' && selected.length > 0) {
+    // Resuming an interrupted apply: the database holds what the earlier attempt wrote.
+    if (resolved.config.type === 'sqlite' && selected.length > 0 && options.resuming !== true) {
       let used: boolean;
       try {
         used = await open().exists(SQLITE_SCHEMA_RECORD);

@@ -168,6 +168,11 @@ export interface PlanOptions extends StoreChoice {
   /** Whether the run is the latest successful run of its job (the engine's run history knows). */
   isLatest?: boolean;
   /** Clock (default `() => new Date()`). */
+  /**
+   * An interrupted apply being resumed: a sqlite target is expected to hold what the earlier
+   * attempt wrote, so its freshness is not required (the plan hash does not change).
+   */
+  resuming?: boolean;
   now?: () => Date;
   /** Most existence checks for `overwriteCheck` (default 1000). */
   overwriteCheckLimit?: number;

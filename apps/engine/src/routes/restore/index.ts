@@ -18,41 +18,26 @@
 import { randomBytes } from 'node:crypto';
 import { can, forbiddenBody } from '@coffer/authz';
 import {
-  type ApplyProgress,
-  type ApplyReceipt,
-  applyRestore,
   approveRestore,
   attestRun,
   checkRestoreApproval,
   estimateRto,
   isRestoreError,
   listRestoreApprovals,
+  type PlanOptions,
   planFromIndex,
   planRestore,
   recordDryRun,
   rejectRestore,
   requestRestoreApproval,
   reserveRestoreApproval,
-  settleRestoreApproval,
   validateRestoreRequest,
   verifyRestore,
 } from '@coffer/restore';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
+import { type ApplyRow, ApplyTracker, applyView } from './applies.ts';
 import { APPROVAL_ENABLED_KEY, APPROVAL_MIN_DELAY_KEY, approvalPolicy, planOptionsFor } from './context.ts';
-
-interface ApplyState {
-  applyId: string;
-  status: 'running' | ApplyReceipt['status'] | 'error';
-  planHash: string;
-  runId: string;
-  job: string | null;
-  startedAt: string;
-  progress: ApplyProgress | null;
-  receipt?: ApplyReceipt;
-  error?: string;
-  controller: AbortController;
-}
 
 const PlanHashBody = Type.Object(
   {
@@ -91,7 +76,10 @@ function actor(request: FastifyRequest) {
 
 export default async function restoreRoutes(app: FastifyInstance): Promise<void> {
   const state = app.engine.state;
-  const applies = new Map<string, ApplyState>();
+  // Durable applies (applies.ts): progress in the state store, interrupted ones found at start.
+  const tracker = new ApplyTracker(app);
+  app.addHook('onReady', async () => tracker.startSweeps());
+  app.addHook('preClose', async () => tracker.stop());
   const applyCapability = app.requireCapability('restore.apply');
 
   // (1) then the rate limiter: the capability depends on `confirm`, so it runs on the parsed body.
@@ -110,6 +98,48 @@ export default async function restoreRoutes(app: FastifyInstance): Promise<void>
       }
     }
     await app.rateLimitCaller(request, reply);
+  }
+
+  /**
+   * Gate (2) and the plan checks of an apply (or a resume): the plan recomputed from the index must
+   * be ok and equal the reviewed hash; with approval on, a usable approval for it. Sends the refusal
+   * and returns null, or returns the plan and the approval.
+   */
+  async function gateApply(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    options: PlanOptions,
+    reviewed: string | undefined,
+  ): Promise<{
+    plan: Awaited<ReturnType<typeof planFromIndex>>;
+    approval: Awaited<ReturnType<typeof checkRestoreApproval>> | null;
+  } | null> {
+    const policy = await approvalPolicy(app);
+    const plan = await planFromIndex(options);
+    if (!plan.ok) {
+      reply.code(409).send({ error: `restore cannot be applied: ${plan.reason}` });
+      return null;
+    }
+    if (reviewed !== undefined && reviewed !== plan.planHash) {
+      reply.code(409).send({
+        error: 'the restore plan changed since it was reviewed: run the dry run again',
+        planHash: plan.planHash,
+      });
+      return null;
+    }
+    if (!policy.enabled) return { plan, approval: null };
+    try {
+      return { plan, approval: await checkRestoreApproval({ approvals: state.approvals, plan }) };
+    } catch (e) {
+      await app.audit.forRequest(request, {
+        action: 'restore-apply-denied',
+        outcome: 'refused',
+        target: plan.job,
+        detail: { reason: 'not-approved', planHash: plan.planHash },
+      });
+      sendRestoreError(reply, e);
+      return null;
+    }
   }
 
   app.post(
@@ -134,33 +164,15 @@ export default async function restoreRoutes(app: FastifyInstance): Promise<void>
           return plan;
         }
         // (2) approval, against the plan recomputed from the index.
-        const policy = await approvalPolicy(app);
-        const plan = await planFromIndex(options);
-        if (!plan.ok) return reply.code(409).send({ error: `restore cannot be applied: ${plan.reason}` });
-        if (req.planHash !== undefined && req.planHash !== plan.planHash)
-          return reply.code(409).send({
-            error: 'the restore plan changed since it was reviewed: run the dry run again',
-            planHash: plan.planHash,
-          });
-        let approval: Awaited<ReturnType<typeof checkRestoreApproval>> | null = null;
-        let release: (() => Promise<void>) | null = null;
-        if (policy.enabled) {
-          try {
-            approval = await checkRestoreApproval({ approvals: state.approvals, plan });
-          } catch (e) {
-            await app.audit.forRequest(request, {
-              action: 'restore-apply-denied',
-              outcome: 'refused',
-              target: plan.job,
-              detail: { reason: 'not-approved', planHash: plan.planHash },
-            });
-            return sendRestoreError(reply, e);
-          }
-        }
+        const gated = await gateApply(request, reply, options, req.planHash);
+        if (!gated) return reply;
+        const { plan, approval } = gated;
         const applyId = `rap_${randomBytes(12).toString('hex')}`;
-        if (approval)
-          release = await reserveRestoreApproval({ leases: state.leases, approval, holder: applyId });
-        const st: ApplyState = {
+        await tracker.claim(applyId);
+        const release = approval
+          ? await reserveRestoreApproval({ leases: state.leases, approval, holder: applyId })
+          : null;
+        const row: ApplyRow = {
           applyId,
           status: 'running',
           planHash: plan.planHash!,
@@ -168,54 +180,22 @@ export default async function restoreRoutes(app: FastifyInstance): Promise<void>
           job: plan.job,
           startedAt: new Date().toISOString(),
           progress: null,
-          controller: new AbortController(),
+          recordedWritten: 0,
+          attempts: 1,
+          holder: tracker.holder,
+          request: { ...req, planHash: plan.planHash! },
+          approvalId: approval?.id ?? null,
+          actor: app.audit.actorOf(request),
         };
-        applies.set(applyId, st);
-        const auditActor = app.audit.actorOf(request);
         // (3) and (4) in the background.
-        void (async () => {
-          try {
-            const receipt = await applyRestore({
-              ...options,
-              request: { ...req, planHash: plan.planHash! },
-              signal: st.controller.signal,
-              onProgress: (p) => {
-                st.progress = p;
-              },
-            });
-            st.receipt = receipt;
-            st.status = receipt.status;
-            const consumed = approval
-              ? await settleRestoreApproval({ approvals: state.approvals, approval, receipt })
-              : false;
-            await app.audit.append({
-              ...auditActor,
-              action: 'restore-apply',
-              outcome: receipt.status === 'succeeded' ? 'applied' : 'failed',
-              target: receipt.job,
-              approver:
-                consumed && approval?.decidedBy
-                  ? { email: approval.decidedByEmail, subject: approval.decidedBy }
-                  : null,
-              detail: {
-                planHash: receipt.planHash,
-                runId: receipt.runId,
-                written: receipt.written,
-                skipped: receipt.skippedCount,
-                cancelled: receipt.cancelled,
-                status: receipt.status,
-              },
-            });
-          } catch (e) {
-            st.status = 'error';
-            st.error = isRestoreError(e) ? e.message : 'restore apply failed';
-            app.log.warn({ applyId, code: (e as { code?: unknown }).code }, 'restore apply failed');
-          } finally {
-            await release?.();
-            const { controller: _c, ...persisted } = st;
-            await state.settings.set(`restore.apply.${applyId}`, persisted).catch(() => undefined);
-          }
-        })();
+        tracker.launch({
+          row,
+          options: { ...options, request: row.request },
+          approval,
+          release,
+          completed: [],
+          targetType: plan.target?.type ?? 'unknown',
+        });
         return reply.code(202).send({
           ok: true,
           mode: 'apply',
@@ -235,7 +215,7 @@ export default async function restoreRoutes(app: FastifyInstance): Promise<void>
     '/restore/applies',
     {
       schema: {
-        summary: 'Progress and receipt of a background restore apply (?id=)',
+        summary: 'Progress and receipt of a restore apply (?id=), durable across engine restarts',
         operationId: 'restoreApplies',
         tags: ['admin', 'restore'],
         querystring: Type.Object({ id: Type.Optional(Type.String({ maxLength: 64 })) }),
@@ -243,16 +223,9 @@ export default async function restoreRoutes(app: FastifyInstance): Promise<void>
     },
     async (request, reply) => {
       const id = request.query.id;
-      const view = (s: ApplyState | Omit<ApplyState, 'controller'>) => {
-        const { controller: _c, ...rest } = s as ApplyState;
-        return rest;
-      };
-      if (id === undefined) return { applies: [...applies.values()].map(view) };
-      const live = applies.get(id);
-      if (live) return view(live);
-      const stored = await state.settings.get<Omit<ApplyState, 'controller'>>(`restore.apply.${id}`);
-      if (stored && /^rap_[0-9a-f]{24}$/.test(id)) return stored;
-      return reply.code(404).send({ error: 'restore apply not found' });
+      if (id === undefined) return { applies: tracker.liveRows().map(applyView) };
+      const row = /^rap_[0-9a-f]{24}$/.test(id) ? await tracker.get(id) : null;
+      return row ? applyView(row) : reply.code(404).send({ error: 'restore apply not found' });
     },
   );
 
@@ -262,17 +235,88 @@ export default async function restoreRoutes(app: FastifyInstance): Promise<void>
       onRequest: [app.requireCapability('restore.apply'), app.rateLimitCaller],
       config: { capability: 'restore.apply' },
       schema: {
-        summary: 'Cancel a running apply (written records stay)',
+        summary: 'Cancel a running apply (written records stay) or an interrupted one (no resume)',
         operationId: 'restoreCancel',
         tags: ['admin', 'restore'],
         body: ApplyIdBody,
       },
     },
     async (request, reply) => {
-      const st = applies.get(request.body.applyId);
-      if (!st) return reply.code(404).send({ error: 'restore apply not found' });
-      st.controller.abort();
-      return { ok: true, applyId: st.applyId, status: st.status };
+      const row = await tracker.cancel(request.body.applyId);
+      if (!row) return reply.code(404).send({ error: 'restore apply not found' });
+      return { ok: true, applyId: row.applyId, status: row.status };
+    },
+  );
+
+  app.post<{ Body: { applyId: string } }>(
+    '/restore/resume',
+    {
+      onRequest: [app.requireCapability('restore.apply'), app.rateLimitCaller],
+      config: { capability: 'restore.apply', audit: { action: 'restore-apply-denied' } },
+      schema: {
+        summary: 'Resume an interrupted apply: gates again, phase one again, then only unwritten records',
+        operationId: 'restoreResume',
+        tags: ['admin', 'restore'],
+        body: ApplyIdBody,
+      },
+    },
+    async (request, reply) => {
+      const id = request.body.applyId;
+      const stored = await tracker.get(id);
+      if (!stored) return reply.code(404).send({ error: 'restore apply not found' });
+      if (stored.status !== 'interrupted')
+        return reply.code(409).send({
+          error: `only an interrupted apply can be resumed (this one is ${stored.status})`,
+          applyId: id,
+        });
+      if (!(await tracker.claim(id)))
+        return reply
+          .code(409)
+          .send({ error: 'the apply is being resumed by another engine process', applyId: id });
+      let launched = false;
+      try {
+        const row = await tracker.get(id);
+        if (row?.status !== 'interrupted')
+          return reply.code(409).send({ error: 'only an interrupted apply can be resumed', applyId: id });
+        const options = { ...(await planOptionsFor(app, row.request)), resuming: true };
+        const gated = await gateApply(request, reply, options, row.planHash);
+        if (!gated) return reply;
+        const { approval } = gated;
+        const release = approval
+          ? await reserveRestoreApproval({ leases: state.leases, approval, holder: id })
+          : null;
+        const completed = await tracker.completed(id);
+        row.status = 'running';
+        row.attempts += 1;
+        row.holder = tracker.holder;
+        row.actor = app.audit.actorOf(request);
+        row.recordedWritten = completed.length;
+        delete row.interruptedAt;
+        tracker.launch({
+          row,
+          options,
+          approval,
+          release,
+          completed,
+          targetType: gated.plan.target?.type ?? 'unknown',
+        });
+        launched = true;
+        return reply.code(202).send({
+          ok: true,
+          mode: 'apply',
+          applyId: id,
+          status: 'running',
+          resumed: true,
+          alreadyWritten: completed.length,
+          planHash: row.planHash,
+          plannedWrites: gated.plan.plannedWrites,
+          poll: `/admin/restore/applies?id=${id}`,
+        });
+      } catch (e) {
+        return sendRestoreError(reply, e);
+      } finally {
+        if (!launched) await tracker.unclaim(id);
+      }
     },
   );
 

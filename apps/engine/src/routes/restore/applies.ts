@@ -1,0 +1,293 @@
+/**
+ * Durable restore applies: every apply's state and per-record progress live in the state store as
+ * it goes, so an engine that crashes (or a host that loses power) mid-apply loses nothing
+ * (docs/restore.md section 5, "Durability").
+ *
+ * - `restore.apply.<applyId>`: the apply's row (status, progress, plan hash, the validated request,
+ *   the audit actor, the holder), rewritten at every progress flush and at the end.
+ * - `restore.progress.<applyId>.<n>`: the names written since the previous flush. A flush happens
+ *   every batch (160 records with `onExisting: skip`, else 200), at most every 2 s, and after every
+ *   record of a sqlite target; records written after the last flush are simply written again on
+ *   resume (each write is idempotent for the same bytes).
+ * - The lease `restore-apply:<applyId>` is held (and renewed) by the process running the apply.
+ *
+ * After a crash the apply is NOT resumed by itself: at start (and every 30 s, for a crashed
+ * replica) a `running` row whose lease is free is marked `interrupted` (audited as a failed
+ * `restore-apply`). A caller with `restore.apply` resumes it explicitly (`POST
+ * /admin/restore/resume`), which passes the gates again (approval for the same plan hash), runs
+ * phase one again, and writes only the records not recorded as written, each re-verified.
+ *
+ * Security-relevant behaviour: the stored request is the validated RestoreRequest (no tokens: the
+ * fields that carry one are refused at validation); progress rows hold record names only, never
+ * bytes; a record is recorded only after its verified bytes were written.
+ */
+import type { ApplyOptions, ApplyProgress, ApplyReceipt, RestoreRequest } from '@coffer/restore';
+import { applyRestore, isRestoreError, settleRestoreApproval } from '@coffer/restore';
+import type { FastifyInstance } from 'fastify';
+
+export const APPLY_PREFIX = 'restore.apply.';
+export const PROGRESS_PREFIX = 'restore.progress.';
+const FLUSH_MS = 2000;
+const LEASE_MS = 60_000;
+const SWEEP_MS = 30_000;
+
+export type ApplyStatus = 'running' | 'interrupted' | ApplyReceipt['status'] | 'error';
+
+/** The stored row of one apply (docs/restore.md "Apply reply and progress"). */
+export interface ApplyRow {
+  applyId: string;
+  status: ApplyStatus;
+  planHash: string;
+  runId: string;
+  job: string | null;
+  startedAt: string;
+  progress: ApplyProgress | null;
+  receipt?: ApplyReceipt;
+  error?: string;
+  /** Records recorded as written (durable), over every attempt. */
+  recordedWritten: number;
+  attempts: number;
+  interruptedAt?: string;
+  holder: string;
+  request: RestoreRequest;
+  approvalId: string | null;
+  actor: ReturnType<FastifyInstance['audit']['actorOf']>;
+}
+
+type Approval = Parameters<typeof settleRestoreApproval>[0]['approval'];
+
+export interface LaunchOptions {
+  row: ApplyRow;
+  options: ApplyOptions;
+  approval: Approval | null;
+  release: (() => Promise<void>) | null;
+  completed: string[];
+  /** The plan's target type (sqlite progress is recorded after every record). */
+  targetType: string;
+}
+
+const leaseName = (id: string) => `restore-apply:${id}`;
+
+/** The caller-facing view of a row (no actor, holder or stored request internals). */
+export function applyView(row: ApplyRow): Record<string, unknown> {
+  const { actor: _a, holder: _h, request: _r, approvalId: _p, ...rest } = row;
+  return { ...rest, ...(row.status === 'interrupted' ? { resumable: true } : {}) };
+}
+
+export class ApplyTracker {
+  readonly holder: string;
+  private readonly app: FastifyInstance;
+  private readonly live = new Map<
+    string,
+    { row: ApplyRow; controller: AbortController; done: Promise<void> }
+  >();
+  private sweepTimer: NodeJS.Timeout | null = null;
+  private stopping = false;
+
+  constructor(app: FastifyInstance) {
+    this.app = app;
+    this.holder = `${app.runs.holder}:restore`;
+  }
+
+  private get settings() {
+    return this.app.engine.state.settings;
+  }
+
+  liveRows(): ApplyRow[] {
+    return [...this.live.values()].map((l) => l.row);
+  }
+
+  async get(id: string): Promise<ApplyRow | null> {
+    return this.live.get(id)?.row ?? (await this.settings.get<ApplyRow>(`${APPLY_PREFIX}${id}`)) ?? null;
+  }
+
+  /** Cancels a live apply; marks a stored `interrupted` one `cancelled` (no longer resumable). */
+  async cancel(id: string): Promise<ApplyRow | null> {
+    const l = this.live.get(id);
+    if (l) {
+      l.controller.abort();
+      return l.row;
+    }
+    const row = await this.settings.get<ApplyRow>(`${APPLY_PREFIX}${id}`);
+    if (row?.status !== 'interrupted') return row ?? null;
+    row.status = 'cancelled';
+    await this.settings.set(`${APPLY_PREFIX}${id}`, row);
+    return row;
+  }
+
+  /** Takes the apply's lease (null when another live process holds it). */
+  async claim(id: string): Promise<boolean> {
+    return (await this.app.engine.state.leases.acquire(leaseName(id), this.holder, LEASE_MS)) !== null;
+  }
+
+  async unclaim(id: string): Promise<void> {
+    await this.app.engine.state.leases.release(leaseName(id), this.holder).catch(() => undefined);
+  }
+
+  /** Names recorded as written by earlier attempts. */
+  async completed(id: string): Promise<string[]> {
+    const rows = await this.settings.list(`${PROGRESS_PREFIX}${id}.`);
+    return rows.flatMap((r) => (Array.isArray(r.value) ? (r.value as string[]) : []));
+  }
+
+  /**
+   * Runs phases 3 and 4 in the background under the apply's lease (already claimed), persisting
+   * progress; settles the approval and writes the `restore-apply` audit event at the end.
+   */
+  launch(l: LaunchOptions): void {
+    const { row, approval } = l;
+    const controller = new AbortController();
+    const state = this.app.engine.state;
+    const key = `${APPLY_PREFIX}${row.applyId}`;
+    const skipMode = row.request.onExisting === 'skip';
+    const batch = skipMode ? 160 : 200;
+    // A sqlite record is a whole table: recorded as soon as it is written.
+    const everyRecord = l.targetType === 'sqlite';
+    let seq = 0;
+    let pending: string[] = [];
+    let lastFlush = Date.now();
+    const flush = async () => {
+      const names = pending;
+      pending = [];
+      lastFlush = Date.now();
+      const n = seq++;
+      if (names.length > 0) {
+        await this.settings.set(`${PROGRESS_PREFIX}${row.applyId}.${row.attempts}-${n}`, names);
+        row.recordedWritten += names.length;
+      }
+      await this.settings.set(key, row);
+    };
+    const renew = setInterval(
+      () => void state.leases.renew(leaseName(row.applyId), this.holder, LEASE_MS).catch(() => undefined),
+      LEASE_MS / 3,
+    );
+    renew.unref();
+    const done = (async () => {
+      try {
+        await this.settings.set(key, row);
+        const receipt = await applyRestore({
+          ...l.options,
+          completed: l.completed,
+          signal: controller.signal,
+          onProgress: (p) => {
+            row.progress = p;
+          },
+          onRecord: async (o) => {
+            if (o.outcome !== 'written') return;
+            pending.push(o.name);
+            if (everyRecord || pending.length >= batch || Date.now() - lastFlush >= FLUSH_MS) await flush();
+          },
+        });
+        await flush();
+        if (this.stopping && receipt.status === 'cancelled') {
+          // A graceful stop interrupts (resumable), it does not cancel.
+          await this.markInterrupted(row);
+          return;
+        }
+        row.receipt = receipt;
+        row.status = receipt.status;
+        const consumed = approval
+          ? await settleRestoreApproval({ approvals: state.approvals, approval, receipt })
+          : false;
+        await this.app.audit.append({
+          ...row.actor,
+          action: 'restore-apply',
+          outcome: receipt.status === 'succeeded' ? 'applied' : 'failed',
+          target: receipt.job,
+          approver:
+            consumed && approval?.decidedBy
+              ? { email: approval.decidedByEmail, subject: approval.decidedBy }
+              : null,
+          detail: {
+            planHash: receipt.planHash,
+            runId: receipt.runId,
+            written: receipt.written,
+            skipped: receipt.skippedCount,
+            cancelled: receipt.cancelled,
+            status: receipt.status,
+            ...(row.attempts > 1 ? { attempt: row.attempts, alreadyDone: receipt.alreadyDone } : {}),
+          },
+        });
+      } catch (e) {
+        row.status = 'error';
+        row.error = isRestoreError(e) ? e.message : 'restore apply failed';
+        this.app.log.warn(
+          { applyId: row.applyId, code: (e as { code?: unknown }).code },
+          'restore apply failed',
+        );
+      } finally {
+        clearInterval(renew);
+        await l.release?.();
+        await this.settings.set(key, row).catch(() => undefined);
+        await this.unclaim(row.applyId);
+        this.live.delete(row.applyId);
+      }
+    })();
+    this.live.set(row.applyId, { row, controller, done });
+  }
+
+  /**
+   * Marks `running` rows whose apply no live process holds as `interrupted` (audited). Returns
+   * their ids.
+   */
+  async sweep(): Promise<string[]> {
+    const out: string[] = [];
+    for (const { key, value } of await this.settings.list(APPLY_PREFIX)) {
+      const row = value as ApplyRow;
+      if (row?.status !== 'running' || this.live.has(row.applyId)) continue;
+      if (!(await this.claim(row.applyId))) continue;
+      try {
+        const fresh = await this.settings.get<ApplyRow>(key);
+        if (fresh?.status !== 'running' || this.live.has(row.applyId)) continue;
+        await this.markInterrupted(fresh);
+        out.push(fresh.applyId);
+      } finally {
+        await this.unclaim(row.applyId);
+      }
+    }
+    return out;
+  }
+
+  private async markInterrupted(row: ApplyRow): Promise<void> {
+    row.status = 'interrupted';
+    row.interruptedAt = new Date().toISOString();
+    await this.settings.set(`${APPLY_PREFIX}${row.applyId}`, row);
+    this.app.log.warn(
+      { event: 'restore-apply-interrupted', applyId: row.applyId, written: row.recordedWritten },
+      'restore apply interrupted (engine stopped mid-apply): resume with POST /admin/restore/resume',
+    );
+    await this.app.audit.append({
+      actor: { email: null, subject: null, method: 'engine' },
+      action: 'restore-apply',
+      outcome: 'failed',
+      target: row.job,
+      detail: {
+        planHash: row.planHash,
+        runId: row.runId,
+        written: row.recordedWritten,
+        skipped: row.progress?.skipped ?? 0,
+        cancelled: false,
+        status: 'interrupted',
+      },
+    });
+  }
+
+  /** Sweeps now and every 30 s (a crashed replica's applies are found once its lease expires). */
+  startSweeps(): void {
+    void this.sweep().catch(() => undefined);
+    this.sweepTimer = setInterval(() => void this.sweep().catch(() => undefined), SWEEP_MS);
+    this.sweepTimer.unref();
+  }
+
+  /**
+   * Graceful stop: no more sweeps; live applies stop after the writes in flight, their progress is
+   * flushed and they are left `interrupted` (resumable), as a crash would leave them.
+   */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    if (this.sweepTimer) clearInterval(this.sweepTimer);
+    this.sweepTimer = null;
+    for (const l of this.live.values()) l.controller.abort();
+    await Promise.allSettled([...this.live.values()].map((l) => l.done));
+  }
+}
