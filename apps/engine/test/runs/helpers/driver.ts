@@ -43,7 +43,7 @@ const service = createRunService({
   leaseSeconds: Number(env.DRIVER_LEASE_SECONDS ?? 30),
   pollSeconds: 1,
   executor: {
-    checkpointIntervalMs: 0,
+    checkpointIntervalMs: Number(env.DRIVER_CHECKPOINT_MS ?? 0),
     ...(env.DRIVER_SHARD_SIZE ? { shardSize: Number(env.DRIVER_SHARD_SIZE) } : {}),
   },
 });
