@@ -36,6 +36,7 @@ export const ARCHIVE_ERROR_CODES = [
   'ERR_ARCHIVE_SOURCE_READ',
   'ERR_ARCHIVE_DESTINATION',
   'ERR_ARCHIVE_INTERNAL',
+  'ERR_ARCHIVE_UNSUPPORTED_RUNTIME',
 ] as const;
 
 export type ArchiveErrorCode = (typeof ARCHIVE_ERROR_CODES)[number];
@@ -82,6 +83,7 @@ export const ARCHIVE_ERROR_REASONS: Record<ArchiveErrorCode, string> = {
   ERR_ARCHIVE_SOURCE_READ: 'record body could not be read',
   ERR_ARCHIVE_DESTINATION: 'destination store error',
   ERR_ARCHIVE_INTERNAL: SPEC_FAILURE_REASONS.ERR_ARCHIVE_INTERNAL,
+  ERR_ARCHIVE_UNSUPPORTED_RUNTIME: 'this Node.js cannot read or write archives (zstd missing)',
 };
 
 export interface ArchiveErrorOptions {

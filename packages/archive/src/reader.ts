@@ -37,6 +37,7 @@ import {
 } from './internal/manifest.ts';
 import { BEGIN, END, type HashDigest, recordHasher } from './internal/record-hash.ts';
 import { runBinding, runTag } from './internal/run-binding.ts';
+import { assertRuntime } from './internal/runtime.ts';
 import { getObject, listObjects } from './internal/store.ts';
 import { assertId, isValidId, layout } from './layout.ts';
 import type {
@@ -685,6 +686,7 @@ export async function openVerified(
  * for a malformed key).
  */
 export async function openRun(store: ObjectStore, options: OpenRunOptions): Promise<OpenedRun> {
+  assertRuntime();
   const manifest = await readRunManifest(store, options);
   return openVerified(store, manifest, options.secretKey, options.workers);
 }

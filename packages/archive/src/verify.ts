@@ -4,6 +4,7 @@
  */
 import type { ObjectStore } from '@coffer/objectstore';
 import { ArchiveError } from './errors.ts';
+import { assertRuntime } from './internal/runtime.ts';
 import { openVerified, readRunManifest } from './reader.ts';
 import type { VerifyChecks, VerifyRunOptions, VerifyVerdict } from './types.ts';
 
@@ -27,6 +28,7 @@ export async function verifyRun(store: ObjectStore, options: VerifyRunOptions): 
   };
   let job: string | null = options.job ?? null;
   try {
+    assertRuntime();
     const manifest = await readRunManifest(store, options);
     job = manifest.document.job;
     checks.formatVersion = true;

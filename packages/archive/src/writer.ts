@@ -45,6 +45,7 @@ import {
 } from './internal/manifest.ts';
 import { BEGIN, END, PREFIX, type RecordHasher, recordHasher } from './internal/record-hash.ts';
 import { runBinding, runTag } from './internal/run-binding.ts';
+import { assertRuntime } from './internal/runtime.ts';
 import { deleteObject, headObject, listObjects, putObject } from './internal/store.ts';
 import { assertId, layout } from './layout.ts';
 import { writeRecoveryFiles } from './recovery.ts';
@@ -843,6 +844,7 @@ function signerKeys(secretKey: unknown): { secret: Uint8Array; public: Uint8Arra
  * store cannot be read.
  */
 export async function createArchiveWriter(options: ArchiveWriterOptions): Promise<ArchiveWriter> {
+  assertRuntime();
   if (typeof options !== 'object' || options === null) throw invalid('options must be an object');
   const { store, job, runId, prevRunId } = options;
   assertId('job', job);
@@ -918,6 +920,7 @@ export async function resumeArchiveWriter(
   checkpoint: Uint8Array,
   options: ResumeArchiveWriterOptions,
 ): Promise<{ writer: ArchiveWriter; resume: ResumePoint }> {
+  assertRuntime();
   const signer = signerKeys(options.signerSecretKey);
   if (!(options.operationalSecretKey instanceof Uint8Array))
     throw invalid('operationalSecretKey must be a Uint8Array');
