@@ -6,9 +6,12 @@
 import { rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { listRuns } from '@coffer/archive';
+import { encodeKeyFile, generateRecipient } from '@coffer/crypto';
+import { tempDir } from '@coffer/testkit';
 import t from 'tap';
 import { runObject } from '../../src/runs/view.ts';
-import { makeWorld } from './helpers/world.ts';
+import { bearer, http, startEngine } from '../helpers/engine.ts';
+import { makeWorld, writeTree } from './helpers/world.ts';
 
 t.test('an unchanged source: ok with unchangedFrom, no new archive; a change runs in full', async (t) => {
   const w = await makeWorld(t);
@@ -85,3 +88,42 @@ t.test('retention keeps the archive that unchanged runs point to', async (t) => 
     'the base archive is kept',
   );
 });
+
+t.test(
+  'over HTTP: the job option, unchangedFrom in the history, one copy in the replication view',
+  async (t) => {
+    const root = tempDir(t, 'coffer-unchanged-http-');
+    const bg = generateRecipient();
+    const pub = join(root, 'bg.pub');
+    writeFileSync(pub, encodeKeyFile('recipient-public', bg.publicKey));
+    const source = join(root, 'source');
+    writeTree(source, { 'a.txt': 'alpha', 'b/c.txt': 'charlie' });
+    const e = await startEngine(t, { ENGINE_BREAK_GLASS_PUBLIC_KEY: pub });
+    const get = (path: string) => http(`${e.url}/admin${path}`, { headers: bearer() });
+    const post = (path: string, body: unknown = {}) =>
+      http(`${e.url}/admin${path}`, { headers: bearer(), body });
+    const job = {
+      id: 'docs',
+      cadenceSeconds: 3600,
+      source: { type: 'files', path: source },
+      skipUnchanged: true,
+    };
+    const saved = await post('/jobs', job);
+    t.equal(saved.status, 200, saved.text);
+    t.equal((await post('/jobs', { ...job, skipUnchanged: 'yes' })).status, 400, 'a boolean only');
+    const run = async () => {
+      const r = (await post('/trigger', { id: 'docs' })).json();
+      await e.app.runs.idle();
+      return r.runId as string;
+    };
+    const first = await run();
+    const second = await run();
+    const ring = (await get('/history?id=docs')).json().runs;
+    t.match(ring, [
+      { runId: second, status: 'ok', unchangedFrom: first },
+      { runId: first, status: 'ok', unchangedFrom: null },
+    ]);
+    const rep = (await get('/replication?id=docs')).json();
+    t.match(rep.destinations, [{ id: 'default', lastVerified: { runId: first }, verifiedCopies: 1 }]);
+  },
+);

@@ -147,11 +147,15 @@ export default async function runsRoutes(app: FastifyInstance): Promise<void> {
         out.push({
           id: j.id,
           destinations: dests.map((d) => {
+            // Runs recorded `unchangedFrom` another run hold no copy of their own.
+            const own = (r: (typeof ring)[number]) =>
+              typeof (r.detail as { unchangedFrom?: unknown }).unchangedFrom !== 'string';
             const verified = ring.find(
-              (r) => r.status === 'ok' && r.destinations[d]?.state === 'verified' && r.prunedAt === null,
+              (r) =>
+                r.status === 'ok' && r.destinations[d]?.state === 'verified' && r.prunedAt === null && own(r),
             );
             const copies = ring.filter(
-              (r) => r.destinations[d]?.state === 'verified' && r.prunedAt === null,
+              (r) => r.destinations[d]?.state === 'verified' && r.prunedAt === null && own(r),
             ).length;
             return {
               id: d,
