@@ -138,6 +138,22 @@ const api = async (path, body) => {
   return { status: res.status, body: await res.json() };
 };
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+// CPU seconds (user + system, every thread): the engine's from /proc/<pid>/stat, restic's from this
+// process's waited-for children. On a shared machine wall time depends on what else runs; CPU time
+// much less, so both are reported.
+const TICK = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
+const statFields = (pid) =>
+  readFileSync(`/proc/${pid}/stat`, 'utf8')
+    .replace(/^.*\) /, '')
+    .split(' ');
+const engineCpu = () => {
+  const f = statFields(engine.pid);
+  return (Number(f[11]) + Number(f[12])) / TICK;
+};
+const childrenCpu = () => {
+  const f = statFields('self');
+  return (Number(f[13]) + Number(f[14])) / TICK;
+};
 
 // 3. One backup through the engine.
 const jobId = 'bench-restore';
@@ -173,6 +189,7 @@ function checkTree(dir, label) {
 
 async function engineRestore(label) {
   const dir = freshTarget();
+  const c0 = engineCpu();
   const t0 = performance.now();
   const r = await api('/restore', { runId, confirm: true, target: { namespaceId: dir } });
   if (r.status !== 202) throw new Error(`apply: ${r.status} ${JSON.stringify(r.body)}`);
@@ -183,6 +200,7 @@ async function engineRestore(label) {
     if (phaseTwoAt === null && s.progress && s.progress.phase !== 'verify') phaseTwoAt = performance.now();
     if (s.status === 'running') continue;
     const seconds = (performance.now() - t0) / 1000;
+    const cpu = engineCpu() - c0;
     if (s.status !== 'succeeded')
       throw new Error(`${label}: apply ${s.status} ${JSON.stringify(s.receipt ?? s.error)}`);
     checkTree(dir, label);
@@ -190,6 +208,7 @@ async function engineRestore(label) {
     return {
       label,
       seconds,
+      cpu,
       verifySeconds: phaseTwoAt === null ? null : (phaseTwoAt - t0) / 1000,
     };
   }
@@ -218,6 +237,7 @@ if (haveRestic) {
 }
 function resticRestore(label) {
   const dir = freshTarget();
+  const c0 = childrenCpu();
   const t0 = performance.now();
   const r = spawnSync('restic', ['restore', 'latest', '--target', dir], {
     env: resticEnv,
@@ -225,9 +245,10 @@ function resticRestore(label) {
   });
   const seconds = (performance.now() - t0) / 1000;
   if (r.status !== 0) throw new Error(`${label}: restic exit ${r.status}`);
+  const cpu = childrenCpu() - c0;
   checkTree(join(dir, sourceDir), label);
   rmSync(dir, { recursive: true, force: true });
-  return { label, seconds };
+  return { label, seconds, cpu };
 }
 
 // 4. Optional: the package directly, in this process, with the engine's keys.
@@ -287,9 +308,11 @@ const summary = (list) => {
   if (list.length === 0) return null;
   const seconds = median(list.map((r) => r.seconds));
   const verify = list.every((r) => r.verifySeconds != null) ? median(list.map((r) => r.verifySeconds)) : null;
+  const cpu = list.every((r) => r.cpu != null) ? median(list.map((r) => r.cpu)) : null;
   return {
     label: list[0].label,
     seconds,
+    cpu,
     verify,
     mibps: totalBytes / MIB / seconds,
     all: list.map((r) => r.seconds.toFixed(2)).join(' '),
@@ -297,6 +320,7 @@ const summary = (list) => {
 };
 const fmt = (r) =>
   `${r.label.padEnd(32)} ${r.seconds.toFixed(2).padStart(7)} s  ${r.mibps.toFixed(1).padStart(7)} MiB/s` +
+  (r.cpu !== null ? `  CPU ${r.cpu.toFixed(1)} s` : '') +
   (r.verify !== null
     ? `  [plan + verify ${r.verify.toFixed(2)} s, write ${(r.seconds - r.verify).toFixed(2)} s]`
     : '') +
@@ -305,7 +329,9 @@ const eng = summary(samples.engine);
 console.log(
   `\nData set: ${files} files, ${(totalBytes / MIB).toFixed(0)} MiB = ${(totalBytes / 1024 ** 3).toFixed(2)} GiB (scale ${scale}; ${sourceDir})`,
 );
-console.log(`Medians of ${repeat} repetition(s), into an empty directory each time`);
+console.log(
+  `Medians of ${repeat} repetition(s), into an empty directory each time; load average at the end ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')} on ${(await import('node:os')).availableParallelism()} CPUs`,
+);
 console.log(fmt(eng));
 const dir = summary(samples.direct);
 if (dir) console.log(fmt(dir));
@@ -315,6 +341,9 @@ if (haveRestic) {
   console.log(fmt(rr));
   console.log(
     `ratio (engine / restic restore throughput): ${(eng.mibps / rr.mibps).toFixed(2)}  (target >= 1.0)`,
+  );
+  console.log(
+    `CPU time ratio (restic / engine CPU seconds; >= 1: the engine needs no more CPU): ${(rr.cpu / eng.cpu).toFixed(2)}`,
   );
 }
 const out = join(root, 'bench', '.data', 'restore-last.json');

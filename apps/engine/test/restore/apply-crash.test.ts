@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { encodeKeyFile, generateRecipient } from '@coffer/crypto';
 import { repoRoot, tempDir } from '@coffer/testkit';
 import t from 'tap';
-import { ADMIN_TOKEN, bearer, http } from '../helpers/engine.ts';
+import { ADMIN_TOKEN, bearer, http, startEngine } from '../helpers/engine.ts';
 
 const MAIN = join(repoRoot(), 'apps/engine/src/main.ts');
 const FILES = 4000;
@@ -135,4 +135,44 @@ t.test('SIGKILL mid-apply, restart: interrupted with its progress, resumed expli
     if (readFileSync(join(out, rel)).equals(readFileSync(join(src, rel)))) same++;
   }
   t.equal(same, FILES, 'byte for byte');
+});
+
+t.test('a graceful stop mid-apply leaves it interrupted (resumable), never cancelled', async (t) => {
+  const root = tempDir(t, 'coffer-apply-stop-');
+  const bg = generateRecipient();
+  writeFileSync(join(root, 'bg.pub'), encodeKeyFile('recipient-public', bg.publicKey));
+  const src = join(root, 'source');
+  for (let d = 0; d < 20; d++) mkdirSync(join(src, `d${d}`), { recursive: true });
+  for (let i = 0; i < 3000; i++) writeFileSync(join(src, `d${i % 20}`, `f${i}.bin`), randomBytes(1024));
+  const roots = join(root, 'roots');
+  mkdirSync(roots);
+  const env = {
+    ENGINE_DATA_DIR: join(root, 'data'),
+    ENGINE_BREAK_GLASS_PUBLIC_KEY: join(root, 'bg.pub'),
+    ENGINE_RESTORE_ROOTS: roots,
+  };
+  const e1 = await startEngine(t, env, { rateLimit: { max: 100_000, windowSeconds: 60 } });
+  const api1 = (path: string, body?: unknown) =>
+    http(`${e1.url}/admin${path}`, { headers: bearer(), ...(body === undefined ? {} : { body }) });
+  await api1('/jobs', { id: 'small', cadenceSeconds: 86_400, source: { type: 'files', path: src } });
+  const runId = (await api1('/trigger', { id: 'small' })).json().runId as string;
+  await e1.app.runs.idle();
+  const applyId = (
+    await api1('/restore', { runId, confirm: true, target: { namespaceId: join(roots, 'o') } })
+  ).json().applyId as string;
+  for (let i = 0; i < 5000; i++) {
+    const s = (await api1(`/restore/applies?id=${applyId}`)).json();
+    if (s.status !== 'running') throw new Error(`the apply finished before the stop (${s.status})`);
+    if (s.progress?.phase === 'write') break;
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  await e1.app.close();
+  const e2 = await startEngine(t, env);
+  const row = (await http(`${e2.url}/admin/restore/applies?id=${applyId}`, { headers: bearer() })).json();
+  t.equal(row.status, 'interrupted', 'interrupted by the stop');
+  t.equal(row.resumable, true);
+  const cancel = await http(`${e2.url}/admin/restore/cancel`, { headers: bearer(), body: { applyId } });
+  t.equal(cancel.json().status, 'cancelled', 'an interrupted apply can be cancelled instead');
+  const again = await http(`${e2.url}/admin/restore/resume`, { headers: bearer(), body: { applyId } });
+  t.equal(again.status, 409, 'a cancelled apply is not resumable');
 });
