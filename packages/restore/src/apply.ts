@@ -140,8 +140,8 @@ async function removeCutWrites(root: string, names: string[]): Promise<void> {
     const slash = n.lastIndexOf('/');
     const dir = slash < 0 ? '' : n.slice(0, slash);
     const base = n.slice(slash + 1).slice(0, 200);
-    let set = byDir.get(dir);
-    if (!set) byDir.set(dir, (set = new Set()));
+    const set = byDir.get(dir) ?? new Set<string>();
+    byDir.set(dir, set);
     set.add(base);
   }
   for (const [dir, bases] of byDir) {
