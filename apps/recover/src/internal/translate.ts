@@ -73,6 +73,7 @@ export const CODE_MAP: Record<string, RecoverErrorCode> = {
   ERR_ARCHIVE_SOURCE_READ: 'ERR_RECOVER_FAILED',
   ERR_ARCHIVE_DESTINATION: 'ERR_RECOVER_STORE',
   ERR_ARCHIVE_INTERNAL: 'ERR_RECOVER_FAILED',
+  ERR_ARCHIVE_UNSUPPORTED_RUNTIME: 'ERR_RECOVER_RUNTIME',
 };
 
 /** Our code for a dependency's error code (and, for store errors wrapped by the archive, the store's). */
