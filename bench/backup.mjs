@@ -24,115 +24,32 @@
 // Environment: BENCH_SCALE (default 1), BENCH_REPEAT (default 3), BENCH_SKIP_RESTIC=1 (no peer),
 // BENCH_ENGINE_ARGS (extra node flags for the engine, e.g. "--cpu-prof --cpu-prof-dir=/tmp/p"),
 // BENCH_ENGINE_MAIN (another build's main.js, for A/B comparisons).
-import { spawn, spawnSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import {
-  closeSync,
-  existsSync,
-  mkdirSync,
-  openSync,
-  readdirSync,
-  readFileSync,
-  readSync,
-  rmSync,
-  statSync,
-  writeFileSync,
-} from 'node:fs';
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { MIB, root, startEngine, warmDataSet } from './lib/engine-bench.mjs';
 
 // A copy, so the lint rule about turbo-cached environment reads (irrelevant to a benchmark) stays quiet.
 const given = { ...process.env };
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const MIB = 1024 * 1024;
 const scale = given.BENCH_SCALE ?? '1';
 const repeat = Math.max(1, Number(given.BENCH_REPEAT ?? '3'));
 const work = join(root, 'bench', '.data', 'backup');
 const engineMain = given.BENCH_ENGINE_MAIN ?? join(root, 'apps/engine/dist/main.js');
-if (!existsSync(engineMain)) throw new Error('run `pnpm build` first');
 
-// 1. The data set: the shared generator (bench/archive-dataset.mjs, the same bytes bench:archive
-// seals; ~1 GiB at scale 1, as PERFORMANCE-NOTES.md describes), else bench/archive.mjs's older one.
-let sourceDir;
-const shared = join(root, 'bench', 'archive-dataset.mjs');
-if (existsSync(shared)) {
-  const { ensureDataSet } = await import(pathToFileURL(shared).href);
-  sourceDir = ensureDataSet(Number(scale)).sourceDir;
-} else {
-  sourceDir = join(root, 'bench', '.data', `archive-${scale}`, 'source');
-  if (!existsSync(join(root, 'bench', '.data', `archive-${scale}`, 'READY'))) {
-    const r = spawnSync(process.execPath, [join(root, 'bench/archive.mjs'), '--generate'], {
-      stdio: 'inherit',
-      env: { ...process.env, BENCH_SCALE: scale },
-    });
-    if (r.status !== 0) throw new Error('data set generation failed');
-  }
-}
-let totalBytes = 0;
-let files = 0;
-const chunk = Buffer.allocUnsafe(4 * MIB);
-const walk = (d) => {
-  for (const e of readdirSync(d, { withFileTypes: true })) {
-    const p = join(d, e.name);
-    if (e.isDirectory()) walk(p);
-    else if (e.isFile()) {
-      totalBytes += statSync(p).size;
-      files++;
-      // Warm the page cache: both tools then read from memory, whichever goes first.
-      const fd = openSync(p, 'r');
-      while (readSync(fd, chunk, 0, chunk.length, null) > 0);
-      closeSync(fd);
-    }
-  }
-};
-walk(sourceDir);
-
+// 1. The data set (bench/archive-dataset.mjs), page cache warmed.
+const { sourceDir, totalBytes, files } = warmDataSet(scale);
 rmSync(work, { recursive: true, force: true });
 mkdirSync(work, { recursive: true });
-const requireFromEngine = createRequire(join(root, 'apps/engine/package.json'));
-const crypto = await import(pathToFileURL(requireFromEngine.resolve('@coffer/crypto')).href);
-const bg = crypto.generateRecipient();
-writeFileSync(join(work, 'bg.pub'), crypto.encodeKeyFile('recipient-public', bg.publicKey));
 
 // 2. The engine.
-const token = randomBytes(24).toString('hex');
-const port = String(30000 + Math.floor(Math.random() * 20000));
-const url = `http://127.0.0.1:${port}`;
-const engineData = join(work, 'engine');
 const engineArgs = (given.BENCH_ENGINE_ARGS ?? '').split(/\s+/).filter(Boolean);
-const engine = spawn(process.execPath, [...engineArgs, engineMain], {
-  env: {
-    ...process.env,
-    HOST: '127.0.0.1',
-    PORT: port,
-    ENGINE_DATA_DIR: engineData,
-    ADMIN_TOKEN: token,
-    ENGINE_BREAK_GLASS_PUBLIC_KEY: join(work, 'bg.pub'),
-    // The bench polls the history 10 times a second: at `info` every poll would add request log
-    // lines that no user's run produces.
-    ENGINE_LOG_LEVEL: 'warn',
-  },
-  stdio: ['ignore', 'inherit', 'inherit'],
-});
-const engineExit = new Promise((r) => engine.once('exit', r));
-const stopEngine = () => engine.kill('SIGTERM');
-process.on('exit', stopEngine);
-for (let i = 0; ; i++) {
-  try {
-    if ((await fetch(`${url}/ready`)).ok) break;
-  } catch {}
-  if (i > 300) throw new Error('engine did not start');
-  await new Promise((r) => setTimeout(r, 100));
-}
-const api = async (path, body) => {
-  const res = await fetch(`${url}/admin${path}`, {
-    method: body ? 'POST' : 'GET',
-    headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  return { status: res.status, body: await res.json() };
-};
+const {
+  engine,
+  engineData,
+  api,
+  stop: stopEngine,
+  exit: engineExit,
+} = await startEngine({ work, engineMain, engineArgs });
 const hwm = (pid) => {
   const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return m ? Number(m[1]) / 1024 : Number.NaN;

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // `pnpm bench:restore`: restores the ~1 GiB data set of the backup benchmark (the shared generator
-// bench/archive-dataset.mjs; else bench/archive.mjs's older one, as bench/backup.mjs does) into an
+// bench/archive-dataset.mjs, as bench/backup.mjs) into an
 // EMPTY directory THROUGH THE RUNNING ENGINE (`node apps/engine/dist/main.js`, SQLite state,
 // local-filesystem destination) and reports MiB/s next to `restic restore` of the same data in the
 // same bench, as a ratio (target >= 1.0).
@@ -23,120 +23,36 @@
 // Environment: BENCH_SCALE (default 1), BENCH_REPEAT (default 3), BENCH_SKIP_RESTIC=1,
 // BENCH_DIRECT=1, BENCH_ENGINE_ARGS (extra node flags for the engine, e.g.
 // "--cpu-prof --cpu-prof-dir=/tmp/p"), BENCH_ENGINE_MAIN (another build's main.js).
-import { spawn, spawnSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import {
-  closeSync,
-  existsSync,
-  mkdirSync,
-  openSync,
-  readdirSync,
-  readFileSync,
-  readSync,
-  rmSync,
-  statSync,
-  writeFileSync,
-} from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { MIB, root, startEngine, tally, warmDataSet } from './lib/engine-bench.mjs';
 
 const given = { ...process.env };
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const MIB = 1024 * 1024;
 const scale = given.BENCH_SCALE ?? '1';
 const repeat = Math.max(1, Number(given.BENCH_REPEAT ?? '3'));
 const work = join(root, 'bench', '.data', 'restore');
 const engineMain = given.BENCH_ENGINE_MAIN ?? join(root, 'apps/engine/dist/main.js');
-if (!existsSync(engineMain)) throw new Error('run `pnpm build` first');
 
-// 1. The data set (the same bytes bench:backup and bench:archive use).
-let sourceDir;
-const shared = join(root, 'bench', 'archive-dataset.mjs');
-if (existsSync(shared)) {
-  const { ensureDataSet } = await import(pathToFileURL(shared).href);
-  sourceDir = ensureDataSet(Number(scale)).sourceDir;
-} else {
-  sourceDir = join(root, 'bench', '.data', `archive-${scale}`, 'source');
-  if (!existsSync(join(root, 'bench', '.data', `archive-${scale}`, 'READY'))) {
-    const r = spawnSync(process.execPath, [join(root, 'bench/archive.mjs'), '--generate'], {
-      stdio: 'inherit',
-      env: { ...process.env, BENCH_SCALE: scale },
-    });
-    if (r.status !== 0) throw new Error('data set generation failed');
-  }
-}
-const chunk = Buffer.allocUnsafe(4 * MIB);
-/** Files and bytes under a directory; `warm` reads every file once (page cache). */
-function tally(dir, warm = false) {
-  let bytes = 0;
-  let files = 0;
-  const walk = (d) => {
-    for (const e of readdirSync(d, { withFileTypes: true })) {
-      const p = join(d, e.name);
-      if (e.isDirectory()) walk(p);
-      else if (e.isFile()) {
-        bytes += statSync(p).size;
-        files++;
-        if (warm) {
-          const fd = openSync(p, 'r');
-          while (readSync(fd, chunk, 0, chunk.length, null) > 0);
-          closeSync(fd);
-        }
-      }
-    }
-  };
-  walk(dir);
-  return { bytes, files };
-}
-const { bytes: totalBytes, files } = tally(sourceDir, true);
-
+// 1. The data set (the same bytes bench:backup and bench:archive use), page cache warmed.
+const { sourceDir, totalBytes, files } = warmDataSet(scale);
 rmSync(work, { recursive: true, force: true });
 mkdirSync(join(work, 'targets'), { recursive: true });
-const requireFromEngine = createRequire(join(root, 'apps/engine/package.json'));
-const crypto = await import(pathToFileURL(requireFromEngine.resolve('@coffer/crypto')).href);
-const bg = crypto.generateRecipient();
-writeFileSync(join(work, 'bg.pub'), crypto.encodeKeyFile('recipient-public', bg.publicKey));
 
 // 2. The engine, with a restore root.
-const token = randomBytes(24).toString('hex');
-const port = String(30000 + Math.floor(Math.random() * 20000));
-const url = `http://127.0.0.1:${port}`;
-const engineData = join(work, 'engine');
 const targets = join(work, 'targets');
-const engineEnv = {
-  ...process.env,
-  HOST: '127.0.0.1',
-  PORT: port,
-  ENGINE_DATA_DIR: engineData,
-  ADMIN_TOKEN: token,
-  ENGINE_BREAK_GLASS_PUBLIC_KEY: join(work, 'bg.pub'),
-  ENGINE_RESTORE_ROOTS: targets,
-  ENGINE_LOG_LEVEL: 'warn',
-};
 const engineArgs = (given.BENCH_ENGINE_ARGS ?? '').split(/\s+/).filter(Boolean);
-const engine = spawn(process.execPath, [...engineArgs, engineMain], {
-  env: engineEnv,
-  stdio: ['ignore', 'inherit', 'inherit'],
-});
-const engineExit = new Promise((r) => engine.once('exit', r));
-const stopEngine = () => engine.kill('SIGTERM');
-process.on('exit', stopEngine);
-for (let i = 0; ; i++) {
-  try {
-    if ((await fetch(`${url}/ready`)).ok) break;
-  } catch {}
-  if (i > 300) throw new Error('engine did not start');
-  await new Promise((r) => setTimeout(r, 100));
-}
-const api = async (path, body) => {
-  const res = await fetch(`${url}/admin${path}`, {
-    method: body ? 'POST' : 'GET',
-    headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  return { status: res.status, body: await res.json() };
-};
+const {
+  engine,
+  engineEnv,
+  engineData,
+  api,
+  stop: stopEngine,
+  exit: engineExit,
+} = await startEngine({ work, engineMain, engineArgs, env: { ENGINE_RESTORE_ROOTS: targets } });
+const requireFromEngine = createRequire(join(root, 'apps/engine/package.json'));
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 // CPU seconds (user + system, every thread): the engine's from /proc/<pid>/stat, restic's from this
 // process's waited-for children. On a shared machine wall time depends on what else runs; CPU time

@@ -1,0 +1,102 @@
+// Shared set-up of the benchmarks that drive a running engine (bench/backup.mjs,
+// bench/restore.mjs): the data set with its page cache warmed, and an engine process on a random
+// loopback port with a fresh data dir, an admin token and a break-glass public key.
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { closeSync, existsSync, openSync, readdirSync, readSync, statSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { ensureDataSet } from '../archive-dataset.mjs';
+
+export const MIB = 1024 * 1024;
+export const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+const chunk = Buffer.allocUnsafe(4 * MIB);
+/** Files and bytes under a directory; `warm` reads every file once (page cache). */
+export function tally(dir, warm = false) {
+  let bytes = 0;
+  let files = 0;
+  const walk = (d) => {
+    for (const e of readdirSync(d, { withFileTypes: true })) {
+      const p = join(d, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (e.isFile()) {
+        bytes += statSync(p).size;
+        files++;
+        if (warm) {
+          const fd = openSync(p, 'r');
+          while (readSync(fd, chunk, 0, chunk.length, null) > 0);
+          closeSync(fd);
+        }
+      }
+    }
+  };
+  walk(dir);
+  return { bytes, files };
+}
+
+/**
+ * The shared data set (bench/archive-dataset.mjs: the same bytes bench:archive seals; ~1 GiB at
+ * scale 1, as PERFORMANCE-NOTES.md describes), generated once, with every file read once so that
+ * whichever tool goes first does not pay the cold reads for the other.
+ */
+export function warmDataSet(scale) {
+  const { sourceDir } = ensureDataSet(Number(scale));
+  const { bytes: totalBytes, files } = tally(sourceDir, true);
+  return { sourceDir, totalBytes, files };
+}
+
+/**
+ * Starts `node <engineMain>` with a fresh data dir under `work` and waits for GET /ready. `env`
+ * adds variables (e.g. ENGINE_RESTORE_ROOTS). Returns the process, its URL, an `api(path, body?)`
+ * caller with the admin token, the engine's environment, `stop()` (SIGTERM) and `exit` (resolves
+ * when it has exited).
+ */
+export async function startEngine({ work, engineMain, engineArgs = [], env = {} }) {
+  if (!existsSync(engineMain)) throw new Error('run `pnpm build` first');
+  const requireFromEngine = createRequire(join(root, 'apps/engine/package.json'));
+  const crypto = await import(pathToFileURL(requireFromEngine.resolve('@coffer/crypto')).href);
+  const bg = crypto.generateRecipient();
+  writeFileSync(join(work, 'bg.pub'), crypto.encodeKeyFile('recipient-public', bg.publicKey));
+
+  const token = randomBytes(24).toString('hex');
+  const port = String(30000 + Math.floor(Math.random() * 20000));
+  const url = `http://127.0.0.1:${port}`;
+  const engineData = join(work, 'engine');
+  const engineEnv = {
+    ...process.env,
+    HOST: '127.0.0.1',
+    PORT: port,
+    ENGINE_DATA_DIR: engineData,
+    ADMIN_TOKEN: token,
+    ENGINE_BREAK_GLASS_PUBLIC_KEY: join(work, 'bg.pub'),
+    // The benches poll several times a second: at `info` every poll would add request log
+    // lines that no user's run produces.
+    ENGINE_LOG_LEVEL: 'warn',
+    ...env,
+  };
+  const engine = spawn(process.execPath, [...engineArgs, engineMain], {
+    env: engineEnv,
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  const exit = new Promise((r) => engine.once('exit', r));
+  const stop = () => engine.kill('SIGTERM');
+  process.on('exit', stop);
+  for (let i = 0; ; i++) {
+    try {
+      if ((await fetch(`${url}/ready`)).ok) break;
+    } catch {}
+    if (i > 300) throw new Error('engine did not start');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const api = async (path, body) => {
+    const res = await fetch(`${url}/admin${path}`, {
+      method: body ? 'POST' : 'GET',
+      headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+      body: body ? JSON.stringify(body) : undefined,
+    });
+    return { status: res.status, body: await res.json() };
+  };
+  return { engine, engineEnv, url, engineData, api, stop, exit };
+}
