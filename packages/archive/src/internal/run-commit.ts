@@ -1,0 +1,168 @@
+/**
+ * The commit step of the archive writer (docs/archive-format.md, "Write (seal)" steps 5-9), run
+ * once every shard is stored: refuse a misordered shard list (ERR_ARCHIVE_SHARD_ID_OVERFLOW) or one
+ * the store does not list back with the exact sizes (ERR_ARCHIVE_TRUNCATED), seal and store the
+ * record index, sign the canonical-JSON manifest, store the signature and then the manifest (the
+ * commit point), then `_RECOVERY/`. Nothing is signed unless every shard was listed back.
+ */
+import { createHash } from 'node:crypto';
+import { canonicalJsonBytes, fingerprint, formatDigest, sha384, sign, toBase64Url } from '@coffer/crypto';
+import { ArchiveError } from '../errors.ts';
+import { layout } from '../layout.ts';
+import { writeRecoveryFiles } from '../recovery.ts';
+import {
+  FORMAT_NAME,
+  FORMAT_VERSION,
+  type ManifestDocument,
+  type ManifestShard,
+  type RunSummary,
+} from '../types.ts';
+import { inlineCodec } from './codec-pool.ts';
+import { headerLine, indexChunks } from './index-codec.ts';
+import { MANIFEST_SIGNATURE_CONTEXT, SIGNATURE_FORMAT, type SignatureDocument } from './manifest.ts';
+import { deleteObject, listObjects, putObject } from './store.ts';
+import type { WriterConfig } from './writer-config.ts';
+
+export interface CommitInput {
+  cfg: WriterConfig;
+  /** Shards sealed and stored, by number (a hole is a misordered list). */
+  shards: readonly (ManifestShard | undefined)[];
+  /** Number of shards sealed. */
+  nextShard: number;
+  /** Number of leading shards known stored. */
+  durable: number;
+  /** Index lines of the records, in write order. */
+  lines: readonly string[];
+  /** lp(job) || lp(runId). */
+  binding: Uint8Array;
+  runTag: Uint8Array;
+}
+
+/** Commits a run whose shards are all stored. Returns its summary; throws ArchiveError. */
+export async function commitRun(c: CommitInput): Promise<RunSummary> {
+  const { store, job, runId } = c.cfg;
+  // Refuse a misordered list: exactly shards 0..n-1, each sealed once, in order.
+  const n = c.nextShard;
+  if (c.shards.length !== n || c.durable !== n) {
+    throw new ArchiveError('ERR_ARCHIVE_SHARD_ID_OVERFLOW', {
+      detail: `shard list has ${c.shards.length} entries for ${n} shards`,
+    });
+  }
+  const shards: ManifestShard[] = [];
+  for (let i = 0; i < n; i++) {
+    const s = c.shards[i];
+    if (s === undefined) {
+      throw new ArchiveError('ERR_ARCHIVE_SHARD_ID_OVERFLOW', { object: layout.shard(job, runId, i) });
+    }
+    shards.push(s);
+  }
+
+  // Refuse a truncated archive: list the shards back from the store; every one must be there with
+  // its exact size. Objects beyond the list (left by an attempt before a resume) are not part of
+  // the run and are removed.
+  const prefix = layout.shardsPrefix(job, runId);
+  const found = new Map<string, number>();
+  for (const o of await listObjects(store, prefix)) found.set(o.key, o.size);
+  for (let i = 0; i < n; i++) {
+    const key = layout.shard(job, runId, i);
+    const size = found.get(key);
+    if (size !== shards[i]!.size) {
+      throw new ArchiveError('ERR_ARCHIVE_TRUNCATED', {
+        object: key,
+        detail:
+          size === undefined ? 'shard not found in the destination' : 'shard size differs in the destination',
+      });
+    }
+    found.delete(key);
+  }
+  for (const key of found.keys()) await deleteObject(store, key);
+
+  // The record index.
+  const indexKey = layout.index(job, runId);
+  const chunks = indexChunks([headerLine(job, runId, c.lines.length), ...c.lines]);
+  const frames: Uint8Array[] = [];
+  const indexHash = createHash('sha384');
+  for (let i = 0; i < chunks.length; i++) {
+    const r = await inlineCodec.seal({
+      domain: 1,
+      seq: i,
+      final: i === chunks.length - 1,
+      plain: chunks[i]!,
+      compress: c.cfg.compress,
+      key: c.cfg.dataKey,
+      binding: c.binding,
+      runTag: c.runTag,
+      out: null,
+    });
+    indexHash.update(r.frame);
+    frames.push(r.frame);
+  }
+  const indexSize = frames.reduce((a, f) => a + f.length, 0);
+  const indexDigest = formatDigest(indexHash.digest());
+  await putObject(store, indexKey, Buffer.concat(frames), {
+    contentLength: indexSize,
+    contentType: 'application/octet-stream',
+  });
+
+  // The signed root manifest; manifest.json is written last and is the commit point.
+  const sealedAt = c.cfg.now().toISOString();
+  const signer = fingerprint(c.cfg.signerPublicKey);
+  let bytes = 0;
+  for (const s of shards) bytes += s.plainSize;
+  const doc: ManifestDocument = {
+    format: FORMAT_NAME,
+    formatVersion: FORMAT_VERSION,
+    job,
+    runId,
+    prevRunId: c.cfg.prevRunId,
+    startedAt: c.cfg.startedAt,
+    sealedAt,
+    source: c.cfg.source,
+    signer: { fingerprint: signer, publicKey: toBase64Url(c.cfg.signerPublicKey) },
+    recipients: c.cfg.recipients,
+    shardSize: c.cfg.shardSize,
+    shards,
+    index: { size: indexSize, sha384: indexDigest, chunks: frames.length },
+    totals: { records: c.lines.length, bytes },
+  };
+  const manifestBytes = canonicalJsonBytes(doc);
+  const manifestDigest = formatDigest(sha384(manifestBytes));
+  const signature = sign(c.cfg.signerSecretKey, manifestBytes, MANIFEST_SIGNATURE_CONTEXT);
+  const sigDoc: SignatureDocument = {
+    format: SIGNATURE_FORMAT,
+    formatVersion: FORMAT_VERSION,
+    context: MANIFEST_SIGNATURE_CONTEXT,
+    manifest: manifestDigest,
+    signer,
+    signature: toBase64Url(signature),
+  };
+  const sigBytes = canonicalJsonBytes(sigDoc);
+  await putObject(store, layout.signature(job, runId), sigBytes, {
+    contentLength: sigBytes.length,
+    contentType: 'application/json',
+  });
+  const manifestKey = layout.manifest(job, runId);
+  await putObject(store, manifestKey, manifestBytes, {
+    contentLength: manifestBytes.length,
+    contentType: 'application/json',
+  });
+  if (c.cfg.writeRecovery) await writeRecoveryFiles(store, { signerPublicKey: c.cfg.signerPublicKey });
+
+  let storedBytes = indexSize + manifestBytes.length + sigBytes.length;
+  for (const s of shards) storedBytes += s.size;
+  return {
+    formatVersion: FORMAT_VERSION,
+    job,
+    runId,
+    prevRunId: c.cfg.prevRunId,
+    manifestKey,
+    manifestDigest,
+    signer,
+    records: c.lines.length,
+    bytes,
+    shards: n,
+    storedBytes,
+    startedAt: c.cfg.startedAt,
+    sealedAt,
+  };
+}

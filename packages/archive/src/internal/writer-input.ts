@@ -1,0 +1,96 @@
+/**
+ * Argument checks of the archive writer: record names, metadata, bodies, source, shard size and
+ * signer key. Each failure is ERR_ARCHIVE_INVALID_ARGUMENT with a detail that never carries record
+ * bytes or key material.
+ */
+import { signerPublicKeyFromSecret } from '@coffer/crypto';
+import { ArchiveError } from '../errors.ts';
+import type { ArchiveSource, RecordInput, RecordMetadata } from '../types.ts';
+
+export const DEFAULT_SHARD_SIZE = 8 * 1024 * 1024;
+const MIN_SHARD_SIZE = 64 * 1024;
+const MAX_SHARD_SIZE = 64 * 1024 * 1024;
+const MAX_NAME_BYTES = 4096;
+const MAX_METADATA_BYTES = 64 * 1024;
+const LONE_SURROGATE = /\p{Cs}/u;
+
+export function invalid(detail: string, cause?: unknown): ArchiveError {
+  return new ArchiveError('ERR_ARCHIVE_INVALID_ARGUMENT', { detail, ...(cause ? { cause } : {}) });
+}
+
+export function checkSource(source: unknown): ArchiveSource {
+  if (typeof source !== 'object' || source === null) throw invalid('source must be an object');
+  const s = source as Record<string, unknown>;
+  if (typeof s.type !== 'string' || s.type.length === 0)
+    throw invalid('source.type must be a non-empty string');
+  const out: Record<string, string> = { type: s.type };
+  for (const k of ['binding', 'namespace', 'origin'] as const) {
+    if (s[k] === undefined) continue;
+    if (typeof s[k] !== 'string') throw invalid(`source.${k} must be a string`);
+    out[k] = s[k] as string;
+  }
+  return out as unknown as ArchiveSource;
+}
+
+export function checkMetadata(m: unknown): RecordMetadata {
+  if (m === undefined) return {};
+  if (typeof m !== 'object' || m === null || Array.isArray(m)) throw invalid('metadata must be an object');
+  const out: RecordMetadata = {};
+  for (const [k, v] of Object.entries(m)) {
+    if (v === undefined) continue;
+    if (
+      v !== null &&
+      typeof v !== 'string' &&
+      typeof v !== 'boolean' &&
+      !(typeof v === 'number' && Number.isFinite(v))
+    ) {
+      throw invalid('metadata values must be strings, finite numbers, booleans or null');
+    }
+    out[k] = v;
+  }
+  if (Buffer.byteLength(JSON.stringify(out)) > MAX_METADATA_BYTES)
+    throw invalid('metadata larger than 64 KiB');
+  return out;
+}
+
+export function checkName(name: unknown): string {
+  if (typeof name !== 'string' || name.length === 0 || LONE_SURROGATE.test(name)) {
+    throw invalid('record name must be a non-empty, well-formed Unicode string');
+  }
+  if (Buffer.byteLength(name, 'utf8') > MAX_NAME_BYTES) throw invalid('record name longer than 4096 bytes');
+  return name;
+}
+
+export async function* bodyChunks(body: RecordInput['body']): AsyncIterable<Uint8Array> {
+  if (body instanceof Uint8Array) {
+    yield body;
+    return;
+  }
+  yield* body;
+}
+
+export function checkBody(body: RecordInput['body']): void {
+  if (body instanceof Uint8Array) return;
+  if (body === null || typeof body !== 'object' || !(Symbol.asyncIterator in body)) {
+    throw invalid('record body must be a Uint8Array or an AsyncIterable<Uint8Array>');
+  }
+}
+
+export function internal(e: unknown): unknown {
+  return e instanceof ArchiveError ? e : new ArchiveError('ERR_ARCHIVE_INTERNAL', { cause: e });
+}
+
+export function clampShardSize(size: number | undefined): number {
+  if (size === undefined) return DEFAULT_SHARD_SIZE;
+  if (!Number.isSafeInteger(size) || size <= 0) throw invalid('shardSize must be a positive integer');
+  return Math.min(MAX_SHARD_SIZE, Math.max(MIN_SHARD_SIZE, size));
+}
+
+export function signerKeys(secretKey: unknown): { secret: Uint8Array; public: Uint8Array } {
+  if (!(secretKey instanceof Uint8Array)) throw invalid('signerSecretKey must be a Uint8Array');
+  try {
+    return { secret: secretKey, public: signerPublicKeyFromSecret(secretKey) };
+  } catch (e) {
+    throw invalid('malformed signer secret key', e);
+  }
+}
