@@ -14,14 +14,12 @@
  *   permission bits (`mode & 0o777`: setuid/setgid/sticky bits are not restored) and mtime.
  *   Ownership is not restored.
  */
-import { randomBytes } from 'node:crypto';
 import { closeSync, fstatSync, openSync, read as readCallback, readSync } from 'node:fs';
-import { type FileHandle, lstat, mkdir, open, realpath, rename, stat, unlink } from 'node:fs/promises';
+import { mkdir, realpath, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { isSourceError, quoteName, SourceError } from './errors.ts';
 import {
   bindingOf,
-  chunksOf,
   clampRange,
   decodeCursor,
   encodeCursor,
@@ -30,14 +28,8 @@ import {
   overCeiling,
   pageSizeOf,
 } from './internal/common.ts';
-import {
-  CREATE_FLAGS,
-  checkParents,
-  fileNameProblem,
-  openedInside,
-  openedInsideSync,
-  READ_FLAGS,
-} from './internal/fs-safety.ts';
+import { FilesWriter } from './internal/files-write.ts';
+import { fileNameProblem, openedInsideSync, READ_FLAGS } from './internal/fs-safety.ts';
 import { type WalkEntry, walkTree } from './internal/walk.ts';
 import type {
   EnumerateOptions,
@@ -95,14 +87,6 @@ interface Continuation {
   peeked: WalkEntry;
 }
 
-/** Carries an error thrown by the caller's body stream through our own error mapping. */
-class BodyError {
-  readonly inner: unknown;
-  constructor(inner: unknown) {
-    this.inner = inner;
-  }
-}
-
 function errnoOf(err: unknown): string | undefined {
   return (err as NodeJS.ErrnoException | undefined)?.code;
 }
@@ -122,6 +106,7 @@ class FilesSource implements SourceConnector {
   readonly #ceiling: number;
   #realRoot: string | undefined;
   #cont: Continuation | undefined;
+  readonly #writer: FilesWriter;
 
   constructor(config: FilesSourceConfig) {
     if (typeof config?.root !== 'string' || config.root.length === 0 || config.root.includes('\u0000')) {
@@ -132,6 +117,7 @@ class FilesSource implements SourceConnector {
     this.#ceiling = maxRecordBytesOf(config.maxRecordBytes);
     this.namespace = this.#root;
     this.description = `files:${this.#root}`;
+    this.#writer = new FilesWriter(this.description);
   }
 
   /** The root's real path; RESOURCE_MISSING when absent, BINDING when not a usable directory. */
@@ -371,96 +357,14 @@ class FilesSource implements SourceConnector {
       if (isSourceError(err, 'ERR_SOURCE_RESOURCE_MISSING')) return false;
       throw err;
     }
-    try {
-      const { problem, missing } = await checkParents(root, name, false);
-      if (problem !== null) throw this.#unsafeParent(name, problem);
-      if (missing) return false;
-      await lstat(join(root, name));
-      return true;
-    } catch (err) {
-      const code = errnoOf(err);
-      if (code === 'ENOENT' || code === 'ENOTDIR') return false;
-      throw this.#readError(err, 'check', name);
-    }
+    return this.#writer.exists(root, name);
   }
 
-  #unsafeParent(name: string, problem: { kind: 'symlink' | 'not-directory'; at: string }): SourceError {
-    if (problem.kind === 'symlink') {
-      return new SourceError(
-        'ERR_SOURCE_UNSAFE_NAME',
-        `${this.description}: ${quoteName(name)} passes through a symbolic link (${quoteName(problem.at)})`,
-        { record: name },
-      );
-    }
-    return new SourceError(
-      'ERR_SOURCE_WRITE',
-      `${this.description}: ${quoteName(name)}: ${quoteName(problem.at)} is not a directory`,
-      { record: name, sourceCode: 'ENOTDIR' },
-    );
-  }
-
+  /** See internal/files-write.ts (synchronous for small in-memory bodies, cached parent checks). */
   async write(name: string, body: RecordBody, metadata: Record<string, unknown> = {}): Promise<WriteResult> {
     this.#checkName(name);
     const root = await this.#real(true);
-    const abs = join(root, name);
-    const slash = name.lastIndexOf('/');
-    const base = name.slice(slash + 1);
-    const mode =
-      typeof metadata.mode === 'number' && Number.isInteger(metadata.mode) ? metadata.mode & 0o777 : 0o644;
-    const mtimeMs =
-      typeof metadata.mtimeMs === 'number' && Number.isFinite(metadata.mtimeMs)
-        ? metadata.mtimeMs
-        : undefined;
-    let tmp: string | undefined;
-    let handle: FileHandle | undefined;
-    try {
-      const { problem } = await checkParents(root, name, true);
-      if (problem !== null) throw this.#unsafeParent(name, problem);
-      const tmpBase = `.${base.slice(0, 200)}.coffer-${randomBytes(6).toString('hex')}.tmp`;
-      tmp = join(abs, '..', tmpBase);
-      handle = await open(tmp, CREATE_FLAGS, 0o600);
-      if (!(await openedInside(handle, tmp, root))) {
-        throw new SourceError(
-          'ERR_SOURCE_UNSAFE_NAME',
-          `${this.description}: ${quoteName(name)} would be written outside the root`,
-          { record: name },
-        );
-      }
-      const it = chunksOf(body)[Symbol.asyncIterator]();
-      for (;;) {
-        let next: IteratorResult<Uint8Array>;
-        try {
-          next = await it.next();
-        } catch (err) {
-          throw new BodyError(err); // the caller's own stream failed: hand its error back unchanged
-        }
-        if (next.done === true) break;
-        await handle.write(next.value);
-      }
-      await handle.chmod(mode);
-      if (mtimeMs !== undefined) await handle.utimes(new Date(), new Date(mtimeMs));
-      await handle.close();
-      handle = undefined;
-      // rename never follows a link at the destination: an existing link is replaced, not written through.
-      await rename(tmp, abs);
-      tmp = undefined;
-      return { written: true };
-    } catch (err) {
-      if (err instanceof BodyError) throw err.inner;
-      if (isSourceError(err)) throw err;
-      const code = errnoOf(err);
-      throw new SourceError(
-        'ERR_SOURCE_WRITE',
-        `${this.description}: write ${quoteName(name)} failed (${code ?? 'error'})`,
-        {
-          record: name,
-          ...(code === undefined ? {} : { sourceCode: code }),
-        },
-      );
-    } finally {
-      if (handle !== undefined) await handle.close().catch(() => {});
-      if (tmp !== undefined) await unlink(tmp).catch(() => {});
-    }
+    return this.#writer.write(root, name, body, metadata);
   }
 
   async close(): Promise<void> {
