@@ -399,6 +399,7 @@ class S3Store implements ObjectStore {
       const info: ObjectInfo = { key, size: out.ContentLength ?? 0 };
       if (out.ETag !== undefined) info.etag = out.ETag;
       if (out.LastModified !== undefined) info.lastModified = out.LastModified;
+      if (out.ContentType !== undefined && out.ContentType !== '') info.contentType = out.ContentType;
       return info;
     } catch (err) {
       const mapped = this.#fail(err, 'head', key);

@@ -10,6 +10,8 @@ export interface ObjectInfo {
   size: number;
   etag?: string;
   lastModified?: Date;
+  /** The stored Content-Type: from `head` of the S3 driver only (listings do not carry it). */
+  contentType?: string;
 }
 
 /** One page of a listing; `cursor` is absent on the last page. */

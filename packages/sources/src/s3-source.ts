@@ -4,11 +4,14 @@
  *
  * - Records are objects, named by their key relative to the prefix, listed in the store's key
  *   order (UTF-8 bytes) with ListObjectsV2 pagination; the listing cursor is the store's own
- *   continuation, so a listing resumes in another process. Metadata: `etag`, `lastModified`.
+ *   continuation, so a listing resumes in another process. Metadata: `etag`, `lastModified`,
+ *   `contentType` (ListObjectsV2 does not carry it: one HEAD per listed object, 16 in flight, so a
+ *   restore puts each object back with its type).
  *   Objects whose keys cannot be addressed as relative names (empty segments, `..`, control
  *   characters) are not listed by the driver.
  * - Reads stream the object (GetObject); range reads use HTTP Range.
- * - Restore (`write`) puts the object under the same name (streaming, multipart when large).
+ * - Restore (`write`) puts the object under the same name (streaming, multipart when large) with
+ *   the recorded `contentType`.
  * - Faults: a missing bucket is ERR_SOURCE_RESOURCE_MISSING; access denied or an unreachable
  *   endpoint is ERR_SOURCE_BINDING; 429 / 503 SlowDown is ERR_SOURCE_THROTTLED (the run parks);
  *   an object gone since the listing is ERR_SOURCE_RECORD_VANISHED.
@@ -62,6 +65,7 @@ export interface S3SourceConfig {
 }
 
 const MAX_LIST = 1000; // the S3 API's own page ceiling
+const HEAD_CONCURRENCY = 16; // HEADs in flight while a listing page collects content types
 const NETWORK = new Set([
   'ECONNREFUSED',
   'ENOTFOUND',
@@ -180,7 +184,8 @@ class S3Source implements SourceConnector {
       }
       throw this.#error(err, 'list');
     }
-    const records: SourceRecordInfo[] = page.objects.map((o) => ({
+    const contentTypes = await this.#contentTypes(page.objects.map((o) => o.key));
+    const records: SourceRecordInfo[] = page.objects.map((o, i) => ({
       name: o.key,
       size: o.size,
       sourceType: 's3',
@@ -189,6 +194,7 @@ class S3Source implements SourceConnector {
       metadata: {
         ...(o.etag === undefined ? {} : { etag: o.etag }),
         ...(o.lastModified === undefined ? {} : { lastModified: o.lastModified.toISOString() }),
+        ...(contentTypes[i] === undefined ? {} : { contentType: contentTypes[i] }),
       },
     }));
     return {
@@ -196,6 +202,27 @@ class S3Source implements SourceConnector {
       skipped: [],
       ...(page.cursor === undefined ? {} : { cursor: encodeCursor('s3', page.cursor) }),
     };
+  }
+
+  /**
+   * The Content-Type of each listed object (undefined when none is stored, or the object vanished
+   * since the listing: its read reports that). ListObjectsV2 does not carry it, so each object is
+   * HEADed, HEAD_CONCURRENCY at a time: a restore puts the object back with the same type.
+   */
+  async #contentTypes(keys: string[]): Promise<Array<string | undefined>> {
+    const out = new Array<string | undefined>(keys.length);
+    let next = 0;
+    const worker = async () => {
+      for (let i = next++; i < keys.length; i = next++) {
+        try {
+          out[i] = (await this.#store.head(keys[i]!))?.contentType;
+        } catch (err) {
+          throw this.#error(err, 'list', keys[i]);
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(HEAD_CONCURRENCY, keys.length) }, worker));
+    return out;
   }
 
   enumerate(options?: EnumerateOptions): AsyncIterable<SourceRecordInfo | SkippedRecord> {

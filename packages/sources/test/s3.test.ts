@@ -28,7 +28,7 @@ t.test('lists a prefix page by page, reads whole and by range, restores elsewher
   const config = await bucketConfig('data');
   const seed = createS3Store({ ...config, prefix: undefined });
   const big = randomBytes(300_000);
-  await seed.put('data/a/one.txt', Buffer.from('one'));
+  await seed.put('data/a/one.txt', Buffer.from('one'), { contentType: 'text/plain; charset=utf-8' });
   await seed.put('data/a/two.bin', big);
   await seed.put('data/b', Buffer.from('bee'));
   for (let i = 0; i < 12; i++)
@@ -58,6 +58,7 @@ t.test('lists a prefix page by page, reads whole and by range, restores elsewher
   t.equal(two.namespace, config.bucket);
   t.type(two.metadata.etag, 'string');
   t.type(two.metadata.lastModified, 'string');
+  t.equal(recs[0]!.metadata.contentType, 'text/plain; charset=utf-8', 'the stored content type is listed');
   t.same(await bytes(await src.read('a/two.bin')), big);
   t.same(Buffer.from(await src.readRange('a/two.bin', 1000, 1999)), big.subarray(1000, 2000));
   t.same(Buffer.from(await src.readRange('a/two.bin', 299_990, 400_000)), big.subarray(299_990));
@@ -70,13 +71,19 @@ t.test('lists a prefix page by page, reads whole and by range, restores elsewher
   t.same(next.records[0]?.name, 'many/00');
 
   // Restore into another bucket: stream bodies, exists for onExisting: skip.
-  const target = createS3Source(await bucketConfig());
+  const targetConfig = await bucketConfig();
+  const target = createS3Source(targetConfig);
   for (const r of recs) {
     t.equal(await target.exists(r.name), false);
     t.same(await target.write(r.name, await src.read(r.name), r.metadata), { written: true });
   }
   t.equal(await target.exists('a/two.bin'), true);
   t.same(await bytes(await target.read('a/two.bin')), big);
+  t.equal(
+    (await createS3Store({ ...targetConfig, prefix: undefined }).head('a/one.txt'))?.contentType,
+    'text/plain; charset=utf-8',
+    'a restored object keeps its content type',
+  );
   await t.rejects(target.write('../escape', Buffer.from('x')), { code: 'ERR_SOURCE_UNSAFE_NAME' });
   const boom = new Error('body broke');
   await t.rejects(

@@ -1,0 +1,84 @@
+/**
+ * Shared set-up of the restore end-to-end tests of the sqlite, redis and s3 sources: an engine on
+ * loopback with restore roots, a job created and run over HTTP with the admin token, a dry run, an
+ * apply polled to its receipt. Every call goes through the real HTTP server.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { encodeKeyFile, generateRecipient } from '@coffer/crypto';
+import { tempDir } from '@coffer/testkit';
+import type { BuildAppOptions } from '../../src/app.ts';
+import { bearer, http, type Reply, type Started, startEngine } from '../helpers/engine.ts';
+
+type T = Parameters<typeof startEngine>[0];
+
+export interface RestoreWorld {
+  e: Started;
+  /** The one restore root (ENGINE_RESTORE_ROOTS). */
+  roots: string;
+  post(path: string, body: unknown, who?: Record<string, string>): Promise<Reply>;
+  get(path: string, who?: Record<string, string>): Promise<Reply>;
+  /** Creates (or replaces) the job, triggers a run, waits until it settles; returns the ok run's id. */
+  backUp(id: string, source: Record<string, unknown>): Promise<string>;
+  /** A dry run; fails the caller's expectations through the reply, not here. */
+  dryRun(body: Record<string, unknown>): Promise<Reply>;
+  /** An apply (`confirm: true`) answered 202, polled to its end; returns the poll view. */
+  // biome-ignore lint/suspicious/noExplicitAny: the poll view is read field by field by the tests
+  apply(body: Record<string, unknown>): Promise<any>;
+}
+
+export async function restoreWorld(
+  t: T,
+  env: Record<string, string> = {},
+  options: Omit<BuildAppOptions, 'config'> = {},
+): Promise<RestoreWorld> {
+  const dir = tempDir(t, 'coffer-restore-world-');
+  const roots = join(dir, 'roots');
+  mkdirSync(roots);
+  // A break-glass recipient, so the engine is fully configured and runs seal.
+  writeFileSync(join(dir, 'bg.pub'), encodeKeyFile('recipient-public', generateRecipient().publicKey));
+  const env0 = { ENGINE_RESTORE_ROOTS: roots, ENGINE_BREAK_GLASS_PUBLIC_KEY: join(dir, 'bg.pub') };
+  const e = await startEngine(
+    t,
+    { ...env0, ...env },
+    {
+      rateLimit: { max: 1000, windowSeconds: 60 },
+      ...options,
+    },
+  );
+  const post = (path: string, body: unknown, who: Record<string, string> = bearer()) =>
+    http(`${e.url}/admin${path}`, { headers: who, body });
+  const get = (path: string, who: Record<string, string> = bearer()) =>
+    http(`${e.url}/admin${path}`, { headers: who });
+  async function poll(applyId: string) {
+    for (let i = 0; i < 1200; i++) {
+      const r = (await get(`/restore/applies?id=${applyId}`)).json();
+      if (r.status !== 'running') return r;
+      await new Promise((res) => setTimeout(res, 25));
+    }
+    throw new Error('apply did not finish');
+  }
+  return {
+    e,
+    roots,
+    post,
+    get,
+    async backUp(id, source) {
+      const upsert = await post('/jobs', { id, cadenceSeconds: 3600, source });
+      if (upsert.status !== 200) throw new Error(`job upsert: ${upsert.text}`);
+      const trig = await post('/trigger', { id });
+      if (trig.status !== 200) throw new Error(`trigger: ${trig.text}`);
+      const runId = trig.json().runId as string;
+      await e.app.runs.idle();
+      const run = await e.app.engine.state.runs.get(runId);
+      if (run?.status !== 'ok') throw new Error(`run ${runId} ended ${run?.status}: ${run?.reason}`);
+      return runId;
+    },
+    dryRun: (body) => post('/restore', body),
+    async apply(body) {
+      const r = await post('/restore', { ...body, confirm: true });
+      if (r.status !== 202) throw new Error(`apply: ${r.status} ${r.text}`);
+      return poll(r.json().applyId);
+    },
+  };
+}
