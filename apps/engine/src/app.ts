@@ -63,6 +63,8 @@ export interface BuildAppOptions {
   runs?: Partial<Omit<RunServiceOptions, 'state' | 'keys' | 'destinations' | 'log'>>;
   /** Restore drills and their cadence scheduler (tests: a clock, the check interval). */
   drills?: DrillSchedulerOptions;
+  /** Restore planning and approvals (tests: a clock, to age a plan or an approval past its life). */
+  restore?: { now?: () => Date };
 }
 
 export const REDACT_PATHS = [
@@ -147,6 +149,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     adminToken: createAdminTokenChecker(config.adminToken, config.adminTokenDisabled),
     destinations: destinationsOf(config),
     startedAt: new Date(),
+    restoreClock: options.restore?.now ?? (() => new Date()),
   };
   app.decorate('engine', context);
   // Backup runs (src/runs): stopped before the state store closes, so in-flight runs checkpoint.

@@ -16,6 +16,11 @@ export interface EngineContext {
   /** Destinations by id; `default` is the local filesystem under `<data dir>/destination`. */
   destinations: ReadonlyMap<string, ObjectStore>;
   startedAt: Date;
+  /**
+   * The clock of restore planning (`plannedAt`, `applyDeadline`, expirations) and of the approval
+   * life-cycle (request age, minimum delay, expiry): the system clock unless a test injects one.
+   */
+  restoreClock: () => Date;
 }
 
 declare module 'fastify' {

@@ -55,6 +55,7 @@ export async function planOptionsFor(
     targetResolver: jobResolver(app),
     restoreRoots: config.restoreRoots,
     isLatest,
+    now: app.engine.restoreClock,
   };
 }
 

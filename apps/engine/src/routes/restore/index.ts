@@ -81,6 +81,13 @@ export default async function restoreRoutes(app: FastifyInstance): Promise<void>
   app.addHook('onReady', async () => tracker.startSweeps());
   app.addHook('preClose', async () => tracker.stop());
   const applyCapability = app.requireCapability('restore.apply');
+  const requestCapability = app.requireCapability('restore.request');
+  async function rejectCapability(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const caller = request.caller;
+    if (!caller) return requestCapability(request, reply); // the gate's own 401
+    if (!can(caller.authz, 'restore.approve') && !can(caller.authz, 'restore.request'))
+      reply.code(403).send(forbiddenBody('restore.approve', caller.authz));
+  }
 
   // (1) then the rate limiter: the capability depends on `confirm`, so it runs on the parsed body.
   async function applyGate(request: FastifyRequest, reply: FastifyReply): Promise<void> {
@@ -129,7 +136,14 @@ export default async function restoreRoutes(app: FastifyInstance): Promise<void>
     }
     if (!policy.enabled) return { plan, approval: null };
     try {
-      return { plan, approval: await checkRestoreApproval({ approvals: state.approvals, plan }) };
+      return {
+        plan,
+        approval: await checkRestoreApproval({
+          approvals: state.approvals,
+          plan,
+          now: app.engine.restoreClock,
+        }),
+      };
     } catch (e) {
       await app.audit.forRequest(request, {
         action: 'restore-apply-denied',
@@ -341,6 +355,7 @@ export default async function restoreRoutes(app: FastifyInstance): Promise<void>
           registry: state.settings,
           plan,
           requester: actor(request),
+          now: app.engine.restoreClock,
         });
         await app.audit.forRequest(request, {
           action: 'restore-request',
@@ -375,6 +390,7 @@ export default async function restoreRoutes(app: FastifyInstance): Promise<void>
           planHash: request.body.planHash,
           approver: actor(request),
           minDelayMs: policy.minDelaySeconds * 1000,
+          now: app.engine.restoreClock,
         });
         await app.audit.forRequest(request, {
           action: 'restore-approve',
@@ -392,7 +408,9 @@ export default async function restoreRoutes(app: FastifyInstance): Promise<void>
   app.post<{ Body: { planHash: string; reason?: string } }>(
     '/restore/reject',
     {
-      onRequest: [app.rateLimitCaller],
+      // Either capability may reject (an approver) or withdraw (the requester); gated, like every
+      // mutating POST, before the rate limiter.
+      onRequest: [rejectCapability, app.rateLimitCaller],
       schema: {
         summary: 'Reject (or withdraw) a pending restore request',
         operationId: 'restoreReject',
@@ -401,14 +419,12 @@ export default async function restoreRoutes(app: FastifyInstance): Promise<void>
       },
     },
     async (request, reply) => {
-      const caller = request.caller!;
-      if (!can(caller.authz, 'restore.approve') && !can(caller.authz, 'restore.request'))
-        return reply.code(403).send(forbiddenBody('restore.approve', caller.authz));
       try {
         const a = await rejectRestore({
           approvals: state.approvals,
           planHash: request.body.planHash,
           by: actor(request),
+          now: app.engine.restoreClock,
           ...(request.body.reason === undefined ? {} : { reason: request.body.reason }),
         });
         await app.audit.forRequest(request, {
@@ -438,7 +454,7 @@ export default async function restoreRoutes(app: FastifyInstance): Promise<void>
       return {
         approvalRequired: policy.enabled,
         minDelaySeconds: policy.minDelaySeconds,
-        approvals: await listRestoreApprovals({ approvals: state.approvals }),
+        approvals: await listRestoreApprovals({ approvals: state.approvals, now: app.engine.restoreClock }),
       };
     },
   );
