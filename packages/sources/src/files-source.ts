@@ -34,6 +34,7 @@ import { type WalkEntry, walkTree } from './internal/walk.ts';
 import type {
   EnumerateOptions,
   ListOptions,
+  ReadOptions,
   RecordBody,
   SkippedRecord,
   SourceConnector,
@@ -54,10 +55,12 @@ export interface FilesSourceConfig {
 const READ_CHUNK = 256 * 1024;
 /** Files up to this size are read in one synchronous call (see #openForRead). */
 const SMALL_FILE = 64 * 1024;
+/** A caller's scratch buffer smaller than this is not worth splitting into two read halves. */
+const MIN_SCRATCH = 2 * 64 * 1024;
 
 function readAsync(
   fd: number,
-  buf: Buffer,
+  buf: Uint8Array,
   offset: number,
   length: number,
   position: number,
@@ -69,16 +72,76 @@ function readAsync(
   });
 }
 
-/** Reads up to `size` bytes from `position` (fewer when the file shrank). */
-function readFully(fd: number, size: number, position: number): Buffer {
-  const buf = Buffer.allocUnsafe(size);
+/** Reads up to `size` bytes from `position` into `buf` synchronously; returns the count (less when the file shrank). */
+function readSyncInto(fd: number, buf: Uint8Array, size: number, position: number): number {
   let got = 0;
   while (got < size) {
     const n = readSync(fd, buf, got, size - got, position + got);
     if (n === 0) break;
     got += n;
   }
+  return got;
+}
+
+/** `readSyncInto` through the thread pool. */
+async function readAsyncInto(fd: number, buf: Uint8Array, size: number, position: number): Promise<number> {
+  let got = 0;
+  while (got < size) {
+    const n = await readAsync(fd, buf, got, size - got, position + got);
+    if (n === 0) break;
+    got += n;
+  }
+  return got;
+}
+
+/** Reads up to `size` bytes from `position` (fewer when the file shrank). */
+function readFully(fd: number, size: number, position: number): Buffer {
+  const buf = Buffer.allocUnsafe(size);
+  const got = readSyncInto(fd, buf, size, position);
   return got === size ? buf : buf.subarray(0, got);
+}
+
+/**
+ * The pieces of an open file of `size` bytes read into the caller's `scratch` (ReadOptions): whole
+ * when it fits, else alternating between the two halves of `scratch`, the next piece being read
+ * while the caller handles the current one (which it released by asking for the next). Closes
+ * `fd` at the end, after any read still in flight (a descriptor is never closed under a read).
+ */
+async function* scratchPieces(
+  fd: number,
+  size: number,
+  scratch: Uint8Array,
+  fail: (err: unknown) => unknown,
+): AsyncGenerator<Uint8Array> {
+  let pending: Promise<number> | null = null;
+  try {
+    if (size <= scratch.length) {
+      const got = await readAsyncInto(fd, scratch, size, 0);
+      if (got > 0) yield scratch.subarray(0, got);
+      return;
+    }
+    const half = Math.floor(scratch.length / 2);
+    const halves = [scratch.subarray(0, half), scratch.subarray(half, 2 * half)] as const;
+    let which = 0;
+    let offset = 0;
+    pending = readAsyncInto(fd, halves[0], Math.min(half, size), 0);
+    while (pending !== null) {
+      const got: number = await pending;
+      pending = null;
+      if (got === 0) return; // shrank since the open
+      const piece = halves[which]!.subarray(0, got);
+      offset += got;
+      which ^= 1;
+      // Up to the size seen when opening: a file appended to meanwhile is read as it was then.
+      if (offset < size) pending = readAsyncInto(fd, halves[which]!, Math.min(half, size - offset), offset);
+      yield piece;
+    }
+  } catch (err) {
+    throw fail(err);
+  } finally {
+    if (pending !== null) await (pending as Promise<number>).catch(() => 0);
+    closeSync(fd);
+  }
 }
 
 interface Continuation {
@@ -285,15 +348,19 @@ class FilesSource implements SourceConnector {
     );
   }
 
-  async read(name: string): Promise<AsyncIterable<Uint8Array>> {
+  async read(name: string, options: ReadOptions = {}): Promise<AsyncIterable<Uint8Array>> {
     this.#checkName(name);
-    const root = await this.#real();
+    const root = this.#realRoot ?? (await this.#real());
     const { fd, size } = this.#openForRead(name, root);
+    const scratch = options.buffer;
     if (size <= SMALL_FILE) {
       // One small synchronous read (page cache: microseconds) instead of two thread-pool hops.
-      let data: Buffer;
+      let data: Uint8Array;
       try {
-        data = readFully(fd, size, 0);
+        data =
+          scratch !== undefined && size <= scratch.length
+            ? scratch.subarray(0, readSyncInto(fd, scratch, size, 0))
+            : readFully(fd, size, 0);
       } catch (err) {
         throw this.#readError(err, 'read', name);
       } finally {
@@ -302,6 +369,9 @@ class FilesSource implements SourceConnector {
       return (async function* () {
         if (data.length > 0) yield data;
       })();
+    }
+    if (scratch !== undefined && scratch.length >= MIN_SCRATCH) {
+      return scratchPieces(fd, size, scratch, (err) => this.#readError(err, 'read', name));
     }
     const self = this;
     return (async function* () {
@@ -322,6 +392,23 @@ class FilesSource implements SourceConnector {
         closeSync(fd);
       }
     })();
+  }
+
+  async readInto(name: string, buffer: Uint8Array): Promise<Uint8Array> {
+    this.#checkName(name);
+    const root = this.#realRoot ?? (await this.#real());
+    const { fd, size } = this.#openForRead(name, root);
+    try {
+      // Up to the size seen when opening (as `read`); a record bigger than `buffer` gets its own memory.
+      const target = size <= buffer.length ? buffer : Buffer.allocUnsafe(size);
+      const got =
+        size <= SMALL_FILE ? readSyncInto(fd, target, size, 0) : await readAsyncInto(fd, target, size, 0);
+      return target.subarray(0, got);
+    } catch (err) {
+      throw this.#readError(err, 'read', name);
+    } finally {
+      closeSync(fd);
+    }
   }
 
   async readRange(name: string, start: number, endInclusive: number): Promise<Uint8Array> {

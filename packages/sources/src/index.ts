@@ -41,6 +41,7 @@ export {
   type EnumerateOptions,
   isSkipped,
   type ListOptions,
+  type ReadOptions,
   type RecordBody,
   type SkippedRecord,
   SOURCE_TYPES,

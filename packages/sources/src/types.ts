@@ -58,6 +58,18 @@ export interface EnumerateOptions extends ListOptions {
   maxPages?: number;
 }
 
+/** Options of `read`. */
+export interface ReadOptions {
+  /**
+   * Scratch memory the connector may read into instead of allocating a buffer per piece
+   * (connectors that do not use it ignore it). When it is used, each piece is a view of `buffer`
+   * and stays valid only until the next piece is asked for (or the stream is returned): consume
+   * or copy it first. The connector writes into it only while `read` runs and while the stream is
+   * iterated. Give each stream open at the same time its own buffer.
+   */
+  buffer?: Uint8Array;
+}
+
 /** A record body for `write`: bytes in memory or a stream of chunks (consumed once). */
 export type RecordBody = Uint8Array | AsyncIterable<Uint8Array>;
 
@@ -89,9 +101,18 @@ export interface SourceConnector {
    * The whole record as a stream of chunks. The promise rejects with RECORD_VANISHED when the
    * record is gone, RECORD_SKIPPED when it is no longer something the connector backs up,
    * RECORD_TOO_LARGE over the configured `maxRecordBytes`, READ, THROTTLED; the stream itself
-   * throws READ (or VANISHED) on a fault mid-way.
+   * throws READ (or VANISHED) on a fault mid-way. With `options.buffer` the connector MAY read
+   * into that memory instead of allocating (see ReadOptions for how long each piece stays valid).
    */
-  read(name: string): Promise<AsyncIterable<Uint8Array>>;
+  read(name: string, options?: ReadOptions): Promise<AsyncIterable<Uint8Array>>;
+
+  /**
+   * Optional: the whole record in one piece, read into `buffer` when it fits (the result is then
+   * a view of `buffer`, valid until the caller reuses it), otherwise into fresh memory. For
+   * callers that read many small records and hand each one on before the next (a backup run):
+   * no allocation, no garbage per record. Throws what `read` throws.
+   */
+  readInto?(name: string, buffer: Uint8Array): Promise<Uint8Array>;
 
   /**
    * Bytes `start..endInclusive` of the record (clamped to its end; empty past the end).

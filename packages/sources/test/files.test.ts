@@ -130,6 +130,62 @@ t.test('reads whole and by range; vanished and replaced files are typed', async 
   await t.rejects(src.read('a0'), { code: 'ERR_SOURCE_RECORD_VANISHED' });
 });
 
+t.test('reads into caller memory: readInto and read with a scratch buffer', async (t) => {
+  const root = tempDir(t);
+  const small = Buffer.from('a small record');
+  const mid = Buffer.alloc(100_000);
+  const big = Buffer.alloc(1_000_003);
+  for (let i = 0; i < mid.length; i++) mid[i] = (i * 7) & 0xff;
+  for (let i = 0; i < big.length; i++) big[i] = (i * 13 + 5) & 0xff;
+  writeFileSync(join(root, 'small'), small);
+  writeFileSync(join(root, 'mid'), mid);
+  writeFileSync(join(root, 'big'), big);
+  writeFileSync(join(root, 'empty'), '');
+  mkdirSync(join(root, 'dir'));
+  const src = createFilesSource({ type: 'files', root, maxRecordBytes: 2_000_000 });
+  t.teardown(() => src.close());
+  const slot = Buffer.alloc(200_000);
+  // readInto: a view of the caller's buffer when the record fits, fresh memory when it does not.
+  const a = await src.readInto!('small', slot);
+  t.same(Buffer.from(a), small);
+  t.equal(a.buffer, slot.buffer, 'small record read into the given buffer');
+  const b = await src.readInto!('mid', slot);
+  t.same(Buffer.from(b), mid);
+  t.equal(b.buffer, slot.buffer, 'a record over the synchronous size still lands in the buffer');
+  const c = await src.readInto!('big', slot);
+  t.same(Buffer.from(c), big);
+  t.not(c.buffer, slot.buffer, 'a record bigger than the buffer gets its own memory');
+  t.equal((await src.readInto!('empty', slot)).byteLength, 0);
+  await t.rejects(src.readInto!('gone', slot), { code: 'ERR_SOURCE_RECORD_VANISHED' });
+  await t.rejects(src.readInto!('dir', slot), { code: 'ERR_SOURCE_RECORD_SKIPPED' });
+  await t.rejects(src.readInto!('../x', slot), { code: 'ERR_SOURCE_UNSAFE_NAME' });
+
+  // read with a scratch buffer: every piece is a view of it, valid until the next is asked for.
+  const scratch = Buffer.alloc(256 * 1024);
+  const pieces = async (name: string) => {
+    const out: Buffer[] = [];
+    let views = 0;
+    for await (const piece of await src.read(name, { buffer: scratch })) {
+      if (piece.buffer === scratch.buffer) views++;
+      out.push(Buffer.from(piece)); // copied before the next piece is asked for
+    }
+    return { bytes: Buffer.concat(out), count: out.length, views };
+  };
+  const whole = await pieces('mid');
+  t.same(whole.bytes, mid);
+  t.same([whole.count, whole.views], [1, 1], 'a record that fits is one piece in the buffer');
+  const streamed = await pieces('big');
+  t.same(streamed.bytes, big);
+  t.equal(streamed.count, Math.ceil(big.length / (128 * 1024)), 'pieces of half the buffer');
+  t.equal(streamed.views, streamed.count, 'every piece is a view of the buffer');
+  t.same((await pieces('small')).bytes, small);
+  // A stream abandoned half-way closes its file (after the read in flight).
+  const it = (await src.read('big', { buffer: scratch }))[Symbol.asyncIterator]();
+  t.equal((await it.next()).value?.byteLength, 128 * 1024);
+  await it.return?.(undefined);
+  t.same((await pieces('big')).bytes, big, 'the buffer is usable again');
+});
+
 t.test('missing root and a root that is a file', async (t) => {
   const dir = tempDir(t);
   await t.rejects(createFilesSource({ type: 'files', root: join(dir, 'nope') }).list(), {

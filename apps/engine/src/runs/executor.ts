@@ -133,6 +133,8 @@ interface Lane {
 }
 
 const SMALL = 1024 * 1024;
+/** Scratch memory of a large record's stream: two halves, one read while the writer copies the other. */
+const LARGE_SCRATCH = 2 * 1024 * 1024;
 const DEFAULT_CHECKPOINT_INTERVAL_MS = 10_000;
 const DEFAULT_CHECKPOINT_COST_SHARE = 0.05;
 
@@ -349,11 +351,24 @@ export async function attemptRun(
       }
       const ra = deps.readAhead ?? {};
       const smallBytes = ra.smallBytes ?? SMALL;
+      // Reused read memory (feed.ts): slots for small records, one stream buffer per lane for
+      // large ones. Allocated untouched: only the pages reads land in become resident.
+      const streamBuffers: Uint8Array[] = [];
+      const streamBuffer = (i: number) => {
+        streamBuffers[i] ??= Buffer.allocUnsafeSlow(LARGE_SCRATCH);
+        return streamBuffers[i]!;
+      };
       const ahead = readAhead(
         needed(),
-        ({ rec }) => src.read(rec.name),
+        ({ rec }, buffer) => src.read(rec.name, buffer === undefined ? undefined : { buffer }),
         ({ rec }) => rec.size,
-        { concurrency: ra.concurrency ?? 8, budgetBytes: ra.budgetBytes ?? 32 * 1024 * 1024, smallBytes },
+        {
+          concurrency: ra.concurrency ?? 8,
+          budgetBytes: ra.budgetBytes ?? 32 * 1024 * 1024,
+          smallBytes,
+          readInto: src.readInto ? ({ rec }, buffer) => src.readInto!(rec.name, buffer) : undefined,
+          largeBuffer: streamBuffer(0),
+        },
       );
       // Records vanished in this attempt shift the archive index of everything after them.
       let shift = 0;
@@ -380,8 +395,18 @@ export async function attemptRun(
         const results = await Promise.allSettled(
           targets.map(async (l, i) => {
             // A streamed (large) body can be consumed once: further writers read it again.
-            const b = body instanceof Uint8Array || i === 0 ? body! : await src.read(rec.name);
-            return l.writer.addRecord({ ...input, body: b });
+            const b =
+              body instanceof Uint8Array || i === 0
+                ? body!
+                : await src.read(rec.name, { buffer: streamBuffer(i) });
+            try {
+              return await l.writer.addRecord({ ...input, body: b });
+            } catch (err) {
+              // A writer that failed mid-stream leaves the stream open: close it (its file and any read in flight).
+              if (!(b instanceof Uint8Array))
+                await (b as AsyncGenerator).return?.(undefined)?.catch(() => undefined);
+              throw err;
+            }
           }),
         );
         for (let i = 0; i < results.length; i++) {

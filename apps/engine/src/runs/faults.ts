@@ -196,10 +196,18 @@ export function faultySource(job: string, source: RunSource, faults: FaultRegist
       await fire('list');
       yield* source.enumerate(options);
     },
-    async read(name) {
+    async read(name, options) {
       await fire('read');
-      return source.read(name);
+      return source.read(name, options);
     },
+    ...(source.readInto
+      ? {
+          readInto: async (name: string, buffer: Uint8Array) => {
+            await fire('read');
+            return source.readInto!(name, buffer);
+          },
+        }
+      : {}),
     close: () => source.close(),
   };
 }

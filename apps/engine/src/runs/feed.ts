@@ -4,18 +4,40 @@
  * - `readAhead`: reads the bodies of upcoming small records concurrently (at most `concurrency`
  *   reads and `budgetBytes` buffered), yielding them strictly in order; a large record is passed
  *   through as a stream and never buffered, so memory stays bounded whatever the source holds.
+ * - Memory is reused, not allocated per record: with `readInto` (the files connector) each small
+ *   record is read into one of `concurrency + 1` fixed slots of `smallBytes`, and a large record
+ *   streams through one fixed `largeBuffer` (ReadOptions of @coffer/sources). A run over many
+ *   small files otherwise allocates and frees a buffer per file: garbage the collector chases with
+ *   full collections, memory the allocator keeps, and a page fault per 4 KiB of every fresh buffer.
+ *   A slot is handed back when the consumer asks for the next record, so a yielded body is valid
+ *   until then (the archive writer copies each record into its shard buffer before returning).
  */
 
 export interface AheadItem<T> {
   item: T;
-  /** The whole body (small records) or a stream (large ones); or the read's error. */
+  /**
+   * The whole body (small records) or a stream (large ones); or the read's error. A body read
+   * into a slot is valid until the next item is asked for.
+   */
   body: Uint8Array | AsyncIterable<Uint8Array> | null;
   error: unknown;
+}
+
+export interface ReadAheadOptions<T> {
+  concurrency: number;
+  budgetBytes: number;
+  smallBytes: number;
+  /** Reads a small record whole into `buffer` (a view of it when it fits; see SourceConnector.readInto). */
+  readInto?: ((item: T, buffer: Uint8Array) => Promise<Uint8Array>) | undefined;
+  /** Scratch memory for the large records' streams (one at a time). */
+  largeBuffer?: Uint8Array | undefined;
 }
 
 interface Pending<T> {
   item: T;
   size: number;
+  large: boolean;
+  slot: Uint8Array | null;
   promise: Promise<AheadItem<T>>;
 }
 
@@ -30,23 +52,35 @@ async function collect(stream: AsyncIterable<Uint8Array>): Promise<Uint8Array> {
 }
 
 /**
- * Yields `{ item, body | error }` for every item of `items`, in order. `read(item)` opens a body;
- * items with `sizeOf(item) <= smallBytes` are read whole ahead of time.
+ * Yields `{ item, body | error }` for every item of `items`, in order. `read(item, buffer)` opens a
+ * body (`buffer`: scratch memory for a large record's stream, when configured); items with
+ * `sizeOf(item) <= smallBytes` are read whole ahead of time.
  */
 export async function* readAhead<T>(
   items: AsyncIterable<T>,
-  read: (item: T) => Promise<AsyncIterable<Uint8Array>>,
+  read: (item: T, buffer: Uint8Array | undefined) => Promise<AsyncIterable<Uint8Array>>,
   sizeOf: (item: T) => number,
-  options: { concurrency: number; budgetBytes: number; smallBytes: number },
+  options: ReadAheadOptions<T>,
 ): AsyncGenerator<AheadItem<T>> {
   const queue: Pending<T>[] = [];
   let buffered = 0;
+  // Slots: one per read in flight plus the one the consumer holds. Allocated once, on first use.
+  const readInto = options.readInto;
+  const free: Uint8Array[] = [];
+  if (readInto !== undefined) {
+    const n = options.concurrency + 1;
+    const memory = Buffer.allocUnsafeSlow(n * options.smallBytes);
+    for (let i = 0; i < n; i++)
+      free.push(memory.subarray(i * options.smallBytes, (i + 1) * options.smallBytes));
+  }
   const start = (item: T): Pending<T> => {
     const size = sizeOf(item);
     const small = size <= options.smallBytes;
+    const slot = small && readInto !== undefined ? (free.pop() ?? null) : null;
     const promise = (async (): Promise<AheadItem<T>> => {
       try {
-        const stream = await read(item);
+        if (slot !== null) return { item, body: await readInto!(item, slot), error: null };
+        const stream = await read(item, small ? undefined : options.largeBuffer);
         return { item, body: small ? await collect(stream) : stream, error: null };
       } catch (error) {
         return { item, body: null, error };
@@ -54,14 +88,18 @@ export async function* readAhead<T>(
     })();
     // A rejected read is reported in order; never an unhandled rejection meanwhile.
     promise.catch(() => undefined);
-    return { item, size: small ? size : 0, promise };
+    return { item, size: small ? size : 0, large: !small, slot, promise };
   };
   const it = items[Symbol.asyncIterator]();
   let done = false;
+  // A large record is streamed by the consumer (through the one large buffer): no read is opened
+  // beyond it until it has been consumed.
+  let largeQueued = false;
   try {
     for (;;) {
       while (
         !done &&
+        !largeQueued &&
         queue.length < options.concurrency &&
         (queue.length === 0 || buffered < options.budgetBytes)
       ) {
@@ -73,14 +111,16 @@ export async function* readAhead<T>(
         const p = start(next.value);
         buffered += p.size;
         queue.push(p);
-        // A large record is streamed by the consumer: do not open reads beyond it meanwhile.
-        if (sizeOf(next.value) > options.smallBytes) break;
+        if (p.large) largeQueued = true;
       }
       const head = queue.shift();
       if (!head) return;
       const result = await head.promise;
       buffered -= head.size;
       yield result;
+      // The consumer asked for the next item: it is done with this one's memory.
+      if (head.slot !== null) free.push(head.slot);
+      if (head.large) largeQueued = false;
     }
   } finally {
     if (!done) await it.return?.();

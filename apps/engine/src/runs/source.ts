@@ -35,7 +35,10 @@ export interface RunSource {
     pageSize?: number;
     maxPages?: number;
   }): AsyncIterable<RunSourceRecord | RunSourceSkipped>;
-  read(name: string): Promise<AsyncIterable<Uint8Array>>;
+  /** `buffer`: scratch memory the connector may read into (pieces valid until the next is asked for). */
+  read(name: string, options?: { buffer?: Uint8Array }): Promise<AsyncIterable<Uint8Array>>;
+  /** Optional: a small record whole, read into `buffer` when it fits (files connector). */
+  readInto?(name: string, buffer: Uint8Array): Promise<Uint8Array>;
   close(): Promise<void>;
 }
 
