@@ -121,3 +121,26 @@ t.test('drill into a scratch prefix: pass, and scratch keys removed', async (t) 
   t.same(await c.keys('coffer-drill:*'), []);
   await c.quit();
 });
+
+t.test('drill: a set or hash kept as a hash table (DUMP not canonical) still matches by value', async (t) => {
+  const p2 = `${prefix}tables:`;
+  // A member over 64 bytes keeps the set a hash table on every Redis version (7.2 has listpack sets).
+  await admin.sadd(`${p2}set`, 'm1', 'm2', 'm3', 'm4', 'm5', 'y'.repeat(100));
+  await admin.hset(`${p2}hash`, { a: 'x'.repeat(100), b: Buffer.from([0, 255]), c: '3' });
+  t.equal(await admin.object('ENCODING', `${p2}set`), 'hashtable', 'set kept as a hash table');
+  await backup(store, createRedisSource({ type: 'redis', url, prefix: p2, binding: 'job-kv' }), {
+    job: 'job-kv',
+    runId: 'run-tables',
+  });
+  const ev = await runDrill({
+    store,
+    runId: 'run-tables',
+    operationalSecretKey: keys().operational.secretKey,
+    scratch: { dir: base, redis: { url, db: 4 } },
+  });
+  t.equal(ev.verdict, 'pass', JSON.stringify(ev));
+  t.equal(ev.matched, 2);
+  const c = new Redis(url, { db: 4 });
+  t.same(await c.keys('coffer-drill:*'), [], 'scratch and comparison keys removed');
+  await c.quit();
+});

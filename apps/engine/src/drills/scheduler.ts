@@ -175,7 +175,13 @@ export class DrillService {
             dir: scratchDir,
             ...(source?.type === 'redis' ? { redis: { url: source.url, db: source.db ?? 0 } } : {}),
             ...(source?.type === 's3'
-              ? { s3: { ...source, prefix: `${source.prefix ? `${source.prefix}/` : ''}coffer-drills` } }
+              ? {
+                  s3: {
+                    ...source,
+                    // 'site/' + '/' would be an empty key segment, which the S3 driver refuses.
+                    prefix: `${source.prefix ? `${source.prefix.replace(/\/+$/, '')}/` : ''}coffer-drills`,
+                  },
+                }
               : {}),
           },
         });

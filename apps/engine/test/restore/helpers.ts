@@ -25,6 +25,9 @@ export interface RestoreWorld {
   /** An apply (`confirm: true`) answered 202, polled to its end; returns the poll view. */
   // biome-ignore lint/suspicious/noExplicitAny: the poll view is read field by field by the tests
   apply(body: Record<string, unknown>): Promise<any>;
+  /** A manual drill of the job's latest ok run, waited for; returns its evidence. */
+  // biome-ignore lint/suspicious/noExplicitAny: evidence is read field by field by the tests
+  drill(job: string): Promise<any>;
 }
 
 export async function restoreWorld(
@@ -79,6 +82,16 @@ export async function restoreWorld(
       const r = await post('/restore', { ...body, confirm: true });
       if (r.status !== 202) throw new Error(`apply: ${r.status} ${r.text}`);
       return poll(r.json().applyId);
+    },
+    async drill(job) {
+      const r = await post('/drill/run', { job });
+      if (r.status !== 202) throw new Error(`drill: ${r.status} ${r.text}`);
+      for (let i = 0; i < 1200; i++) {
+        await new Promise((res) => setTimeout(res, 25));
+        if ((await get('/attest/session/status')).json().active) continue;
+        return (await get(`/drill-evidence?job=${job}`)).json().evidence[0];
+      }
+      throw new Error('drill did not finish');
     },
   };
 }

@@ -217,3 +217,10 @@ t.test('refusals of a redis target', async (t) => {
     t.notMatch(r.text, url.password);
   }
 });
+
+t.test('a drill restores under a scratch prefix, compares, removes it', async (t) => {
+  const ev = await w.drill('cache');
+  t.match(ev, { kind: 'coffer-drill-evidence', job: 'cache', runId, sourceType: 'redis', verdict: 'pass' });
+  t.same(ev.mismatched, []);
+  t.same(await src.keys('coffer-drill:*'), [], 'nothing left behind');
+});

@@ -197,3 +197,18 @@ t.test('refusals of an s3 target', async (t) => {
   );
   t.notMatch(JSON.stringify(done), srcBucket.credentials.secretAccessKey);
 });
+
+t.test('a drill restores into a scratch prefix, compares, removes it', async (t) => {
+  const ev = await w.drill('site');
+  t.match(
+    ev,
+    { kind: 'coffer-drill-evidence', job: 'site', runId, sourceType: 's3', verdict: 'pass', records: 5 },
+    JSON.stringify(ev),
+  );
+  t.same(ev.mismatched, []);
+  t.same(
+    await keys(srcBucket.bucket, PREFIX),
+    names.map((n) => PREFIX + n),
+    'nothing left behind',
+  );
+});

@@ -253,3 +253,16 @@ t.test('refusals of a sqlite restore', async (t) => {
   t.match(own.json().error, /outside the configured restore roots/);
   t.equal(existsSync(join(w.roots, 'n.db')), false, 'nothing created by a refusal');
 });
+
+t.test('a drill restores into a scratch database, compares, removes it', async (t) => {
+  const ev = await w.drill('shop');
+  t.match(ev, {
+    kind: 'coffer-drill-evidence',
+    job: 'shop',
+    runId,
+    sourceType: 'sqlite',
+    verdict: 'pass',
+    records: 4,
+  });
+  t.same(ev.mismatched, []);
+});
