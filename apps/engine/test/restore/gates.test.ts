@@ -9,9 +9,11 @@
  * - 400 for an unknown field, an unsupported connector field, a malformed plan hash, a non-string
  *   runId, a non-object target; 404 for an unknown apply (poll and cancel); 409 for resuming an
  *   apply that is not interrupted; 403 for request, resume and drills without their capability; 404 for a
- *   drill of an unknown job; `record-not-found` for a recordName that matches nothing.
+ *   drill of an unknown job; `record-not-found` for a recordName that matches nothing;
+ * - a files target confined to the restore roots: a target that is a symbolic link out of the roots
+ *   is 400, a symbolic link already inside the target is never written through.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tempDir } from '@coffer/testkit';
 import t from 'tap';
@@ -33,7 +35,7 @@ const w = await restoreWorld(
 );
 const state = w.e.app.engine.state;
 // Each test spends its own caller's budget of LIMIT mutations.
-for (const sub of ['alice', 'frank'])
+for (const sub of ['alice', 'frank', 'gina'])
   await state.roles.assign({
     subject: `${ISSUER}#${sub}`,
     role: 'restore-operator',
@@ -162,3 +164,37 @@ t.test(
     t.same(reject.json(), { error: 'forbidden', required: 'restore.approve', have: 'viewer' });
   },
 );
+
+t.test('symbolic links: out of the roots refused, never written through inside the target', async (t) => {
+  const gina = await as('gina');
+  const outside = tempDir(t, 'coffer-gates-outside-');
+  const linked = join(w.roots, 'linked');
+  symlinkSync(outside, linked);
+  const out = await w.post('/restore', { runId, target: { namespaceId: linked } }, gina);
+  t.equal(out.status, 400, out.text);
+  t.match(out.json().error, /outside the configured restore roots/);
+
+  const dir = join(w.roots, 'with-link');
+  mkdirSync(dir);
+  symlinkSync(outside, join(dir, 'docs'));
+  const body = { runId, target: { namespaceId: dir } };
+  const plan = (await w.post('/restore', body, gina)).json();
+  t.match(plan, { ok: true, plannedWrites: 1 });
+  t.same(plan.skipped, [
+    {
+      name: 'docs/b.txt',
+      reason: 'a parent in the target is a symbolic link or not a directory (would write outside the target)',
+    },
+  ]);
+  const r = await w.post('/restore', { ...body, confirm: true, planHash: plan.planHash }, gina);
+  t.equal(r.status, 202, r.text);
+  let view = (await w.get(`/restore/applies?id=${r.json().applyId}`, gina)).json();
+  for (let i = 0; i < 400 && view.status === 'running'; i++) {
+    await new Promise((res) => setTimeout(res, 25));
+    view = (await w.get(`/restore/applies?id=${r.json().applyId}`, gina)).json();
+  }
+  t.equal(view.status, 'succeeded', JSON.stringify(view));
+  t.equal(view.receipt.written, 1);
+  t.ok(existsSync(join(dir, 'a.txt')));
+  t.same(readdirSync(outside), [], 'nothing written through the link');
+});

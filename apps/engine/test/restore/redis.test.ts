@@ -6,12 +6,15 @@
  * apply deadline), `targetExists` on the sample and the overwrite check; an apply into another
  * database compared value by value, byte for byte, TTLs restored to the original instant (never
  * persisted without one), the expired key reported skipped, not written; `onExisting: skip` into a
- * target that already holds some keys (reported skipped, those keys untouched).
+ * target that already holds some keys (reported skipped, those keys untouched); a drill; a shard
+ * tampered between dry run and apply (aborted in phase one, zero keys written).
  *
- * Isolation: the test's keys live under a random prefix in databases 11 (source) and 12 and 13
+ * Isolation: the test's keys live under a random prefix in databases 11 (source) and 12 to 14
  * (targets), so files running in parallel on the shared server never meet.
  */
 import { randomBytes } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { redisUrl } from '@coffer/testkit';
 import { Redis } from 'ioredis';
 import t from 'tap';
@@ -22,7 +25,7 @@ const PASSWORD_ENV = 'COFFER_TEST_RESTORE_REDIS_PASSWORD';
 process.env[PASSWORD_ENV] = decodeURIComponent(url.password);
 const plainUrl = `redis://${url.hostname}:${url.port}`;
 const P = `coffer-restore-e2e-${randomBytes(6).toString('hex')}:`;
-const client = (db: number) => new Redis(url.toString(), { db, lazyConnect: false, maxRetriesPerRequest: 2 });
+const client = (db: number) => new Redis(url.toString(), { db, maxRetriesPerRequest: 2 });
 const src = client(11);
 const fresh = client(12);
 const partial = client(13);
@@ -223,4 +226,22 @@ t.test('a drill restores under a scratch prefix, compares, removes it', async (t
   t.match(ev, { kind: 'coffer-drill-evidence', job: 'cache', runId, sourceType: 'redis', verdict: 'pass' });
   t.same(ev.mismatched, []);
   t.same(await src.keys('coffer-drill:*'), [], 'nothing left behind');
+});
+
+t.test('a shard tampered between dry run and apply: aborted, zero keys written', async (t) => {
+  const target = client(14);
+  t.teardown(() => target.disconnect());
+  const body = { runId, target: { namespaceId: '14' } };
+  const plan = (await w.dryRun(body)).json();
+  t.equal(plan.ok, true);
+  const shard = join(w.e.dataDir, 'destination', 'jobs', 'cache', 'runs', runId, 'shards', '000000.bin');
+  const b = readFileSync(shard);
+  b.writeUInt8(b.readUInt8(b.length - 40) ^ 1, b.length - 40);
+  writeFileSync(shard, b);
+  const done = await w.apply({ ...body, planHash: plan.planHash });
+  t.equal(done.status, 'aborted', JSON.stringify(done));
+  t.match(done.receipt, { written: 0, failure: { phase: 'verify' } });
+  t.same(await target.keys(`${P}*`), [], 'nothing written into the target');
+  const again = (await w.dryRun(body)).json();
+  t.match(again, { ok: false, planHash: null }, 'the dry run now says it cannot read back');
 });
