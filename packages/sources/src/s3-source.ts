@@ -98,6 +98,7 @@ class S3Source implements SourceConnector {
   readonly rangeRead = true;
   readonly #store: ObjectStore;
   readonly #ceiling: number;
+  #bucketCheck: Promise<void> | undefined;
 
   constructor(config: S3SourceConfig) {
     const options: S3StoreOptions = { bucket: config?.bucket };
@@ -277,6 +278,9 @@ class S3Source implements SourceConnector {
 
   async exists(name: string): Promise<boolean> {
     try {
+      // HEAD answers a bodiless 404 for a missing bucket as for a missing object: list once, so a
+      // missing bucket is RESOURCE_MISSING here (a dry run counts it unknown), never "absent".
+      await (this.#bucketCheck ??= this.#store.list('', { limit: 1 }).then(() => undefined));
       return (await this.#store.head(name)) !== null;
     } catch (err) {
       throw this.#error(err, 'check', name);

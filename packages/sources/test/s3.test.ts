@@ -112,6 +112,11 @@ t.test('faults are typed', async (t) => {
     code: 'ERR_SOURCE_RESOURCE_MISSING',
     reason: 'source resource missing',
   });
+  // HEAD cannot tell a missing bucket from a missing object: exists() says which, never false.
+  await t.rejects(createS3Source({ ...config, bucket: `${config.bucket}-missing` }).exists('a'), {
+    code: 'ERR_SOURCE_RESOURCE_MISSING',
+  });
+  t.equal(await src.exists('nope'), false, 'a missing object in an existing bucket');
   await t.rejects(createS3Source({ ...config, endpoint: 'http://127.0.0.1:1' }).list(), {
     code: 'ERR_SOURCE_BINDING',
   });

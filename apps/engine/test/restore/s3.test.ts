@@ -182,12 +182,19 @@ t.test('refusals of an s3 target', async (t) => {
   const r = await w.dryRun({ runId, target: { bucketName: '' } });
   t.equal(r.status, 400);
   t.same(r.json(), { error: 'target.bucketName must be a non-empty string' });
-  // A bucket that does not exist: HEAD answers 404 without a body, so the dry run cannot tell it
-  // from absent objects; the apply records every write as a failure and goes on.
+  // A bucket that does not exist: the dry run cannot check the target (unknown, never absent); the
+  // apply records every write as a failure and goes on.
   const body = { runId, target: { bucketName: `coffer-no-such-${randomBytes(4).toString('hex')}` } };
   const missing = await w.dryRun(body);
   t.equal(missing.status, 200, missing.text);
-  t.match(missing.json(), { ok: true, overwriteCheck: { checked: 5, complete: true } });
+  t.match(missing.json(), {
+    ok: true,
+    overwriteCheck: { checked: 5, existing: 0, absent: 0, unknown: 5, complete: true },
+  });
+  t.ok(
+    missing.json().sample.every((s: { targetExists?: boolean }) => s.targetExists === undefined),
+    'no targetExists where the check failed',
+  );
   const done = await w.apply(body);
   t.equal(done.status, 'completed-with-failures', JSON.stringify(done));
   t.match(done.receipt, { written: 0, failedCount: 5 });
