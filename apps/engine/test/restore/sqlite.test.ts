@@ -254,6 +254,23 @@ t.test('refusals of a sqlite restore', async (t) => {
   t.equal(existsSync(join(w.roots, 'n.db')), false, 'nothing created by a refusal');
 });
 
+t.test('a target that stopped being fresh between dry run and apply is refused', async (t) => {
+  const out = join(w.roots, 'raced.db');
+  const body = { runId, target: { namespaceId: out } };
+  const plan = (await w.dryRun(body)).json();
+  t.equal(plan.ok, true);
+  const db = new Database(out);
+  db.exec('CREATE TABLE mine (x)');
+  db.prepare('INSERT INTO mine VALUES (1)').run();
+  db.close();
+  const r = await w.post('/restore', { ...body, confirm: true, planHash: plan.planHash });
+  t.equal(r.status, 409, r.text);
+  t.match(r.json().error, /fresh database/);
+  const got = open(out);
+  t.teardown(() => got.close());
+  t.same(tablesOf(got), ['mine'], 'the file is untouched');
+});
+
 t.test('a drill restores into a scratch database, compares, removes it', async (t) => {
   const ev = await w.drill('shop');
   t.match(ev, {
