@@ -6,7 +6,8 @@
  * its 24 h life ends is consumed; an approved and a pending approval past plannedAt + 24 h are
  * `expired` (the apply is 403 `restore not approved`, a late approve is 409); an approval whose plan
  * changed becomes `void`; a second request for an open plan is 409; approving a plan nobody
- * requested is 404.
+ * requested is 404; an apply aborted by a tampered shard (zero written) leaves its approval
+ * approved, and the apply after the repair consumes it.
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -196,4 +197,31 @@ t.test('void when the plan changed; 404 for a plan nobody requested', async (t) 
   t.equal(bad.status, 400, 'a malformed plan hash');
   t.equal((await w.post('/restore/approval-policy', { enabled: false })).status, 200);
   t.equal((await w.get('/restore/approvals', bearer())).json().approvalRequired, false);
+});
+
+t.test('an apply that fails leaves the approval approved for another attempt', async (t) => {
+  await w.post('/restore/approval-policy', { enabled: true, minDelaySeconds: 0 });
+  const out = join(w.roots, 'second-attempt');
+  const body = { runId, target: { namespaceId: out } };
+  const plan = (await w.post('/restore', body, await as('alice'))).json();
+  t.equal((await w.post('/restore/request', body, await as('alice'))).status, 200);
+  t.equal((await w.post('/restore/approve', { planHash: plan.planHash }, await as('bob'))).status, 200);
+  const shard = join(w.e.dataDir, 'destination', 'jobs', 'docs', 'runs', runId, 'shards', '000000.bin');
+  const good = readFileSync(shard);
+  const bad = Buffer.from(good);
+  bad.writeUInt8(bad.readUInt8(bad.length - 20) ^ 1, bad.length - 20);
+  writeFileSync(shard, bad);
+  const first = await applyAs('alice', body);
+  t.equal(first.status, 202, first.text);
+  const aborted = await pollAs(first.json().applyId);
+  t.equal(aborted.status, 'aborted');
+  t.equal(aborted.receipt.written, 0);
+  t.notOk(existsSync(out), 'zero written');
+  t.equal((await approvalOf(plan.planHash)).status, 'approved', 'not consumed by a failed apply');
+  writeFileSync(shard, good); // repaired
+  const second = await applyAs('alice', body);
+  t.equal(second.status, 202, second.text);
+  t.equal((await pollAs(second.json().applyId)).status, 'succeeded');
+  t.equal((await approvalOf(plan.planHash)).status, 'consumed');
+  await w.post('/restore/approval-policy', { enabled: false });
 });
