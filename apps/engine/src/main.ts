@@ -5,11 +5,18 @@
  * gracefully (the server stops accepting, in-flight requests finish, the state store closes); a
  * second signal exits at once.
  *
+ * It first applies the engine's Node flags (node-flags.ts: re-executes itself once with them, same
+ * process id, when they were not given).
+ *
  * Exit codes: 0 after a graceful stop; 2 for bad configuration (one line on stderr naming the
  * variable); 1 for any other start-up failure (one line on stderr, no secret).
  */
-import { ConfigError, EngineError } from './errors.ts';
-import { startEngine } from './start.ts';
+import { applyEngineNodeFlags } from './node-flags.ts';
+
+// Before anything else is loaded: the engine's V8 settings (node-flags.ts; may re-execute).
+applyEngineNodeFlags();
+const { ConfigError, EngineError } = await import('./errors.ts');
+const { startEngine } = await import('./start.ts');
 
 function fail(err: unknown): never {
   if (err instanceof ConfigError) {
