@@ -280,7 +280,8 @@ class S3Source implements SourceConnector {
     try {
       // HEAD answers a bodiless 404 for a missing bucket as for a missing object: list once, so a
       // missing bucket is RESOURCE_MISSING here (a dry run counts it unknown), never "absent".
-      await (this.#bucketCheck ??= this.#store.list('', { limit: 1 }).then(() => undefined));
+      this.#bucketCheck ??= this.#store.list('', { limit: 1 }).then(() => undefined);
+      await this.#bucketCheck;
       return (await this.#store.head(name)) !== null;
     } catch (err) {
       throw this.#error(err, 'check', name);
