@@ -252,6 +252,9 @@ class FsStore implements ObjectStore {
             { key, storeCode: 'IncompleteBody' },
           );
         }
+        // The bytes are in the temp file: the caller's buffer is free during the fsync, which on a
+        // busy disk takes longer than writing them.
+        options.onBodyWritten?.();
         await handle.sync();
         await handle.close();
         handle = undefined;

@@ -29,6 +29,13 @@ export interface PutOptions {
   /** `'*'`: create only; fails with ERR_OBJECTSTORE_PRECONDITION_FAILED when the key exists. */
   ifNoneMatch?: '*';
   contentType?: string;
+  /**
+   * Called at most once, before `put` settles, when the store no longer reads the body's bytes, so
+   * the caller may reuse its buffer while the store finishes (the fs driver: once every byte is
+   * written to the temp file, before the fsync). A driver that keeps the body to the end (S3, which
+   * may resend it) never calls it: the body is then the store's until `put` settles.
+   */
+  onBodyWritten?: () => void;
 }
 
 /** A byte range, `end` inclusive as in HTTP Range; `end` past the object's end is clamped. */

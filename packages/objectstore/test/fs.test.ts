@@ -160,3 +160,36 @@ t.test('openStore: file URLs and plain paths', async (t) => {
     'empty root',
   );
 });
+
+t.test(
+  'fs: onBodyWritten frees the body before the put settles, once, and not for a refused body',
+  async (t) => {
+    const store = createFsStore({ root: join(tempDir(t), 'store') });
+    const body = enc('shard bytes');
+    let calls = 0;
+    let settled = false;
+    const put = store
+      .put('runs/a.bin', body, {
+        contentLength: body.length,
+        onBodyWritten: () => {
+          calls++;
+          t.equal(settled, false, 'called before put settles');
+          body.fill(0); // the caller reuses its buffer: the stored object must not change
+        },
+      })
+      .then(() => {
+        settled = true;
+      });
+    await put;
+    t.equal(calls, 1, 'called once');
+    t.equal(dec(await store.get('runs/a.bin')), 'shard bytes', 'object holds the bytes as written');
+    let refused = 0;
+    await expectCode(
+      t,
+      store.put('runs/b.bin', enc('abc'), { contentLength: 4, onBodyWritten: () => refused++ }),
+      'ERR_OBJECTSTORE_REJECTED',
+      'length mismatch',
+    );
+    t.equal(refused, 0, 'not called when the body is refused');
+  },
+);
