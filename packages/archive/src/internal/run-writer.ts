@@ -39,9 +39,13 @@ const FRAME_OVERHEAD = 48;
 /**
  * Shards being stored while the codec workers seal the next ones: storing (a write and an fsync
  * on the fs store, a PUT on S3) takes longer than sealing, so without this the pipeline waits on
- * the store.
+ * the store. Concurrent fsyncs overlap on the disk, so a few in flight nearly double the
+ * throughput of a busy disk; a shard past its write holds no buffer (see sealAndStore), so on
+ * the fs store this costs no memory. More would tie up every libuv thread (the source's reads).
  */
-const STORE_AHEAD = 2;
+const STORE_AHEAD = 3;
+/** Frame buffers beyond one per codec worker (frames waiting for or being written to the store). */
+const FRAMES_AHEAD = 1;
 /** Records at least this large are hashed on the record-hash thread (smaller ones inline: cheaper than a message). */
 const OFFLOAD_MIN = 512 * 1024;
 
@@ -110,7 +114,7 @@ export class RunWriter implements ArchiveWriter {
     // process-wide cache serves either (and the reader).
     const size = cfg.shardSize + FRAME_OVERHEAD;
     this.plainPool = new BufferPool({ size, count: cfg.codec.parallel + 2, shared: true });
-    this.framePool = new BufferPool({ size, count: this.maxPending, shared: true });
+    this.framePool = new BufferPool({ size, count: cfg.codec.parallel + FRAMES_AHEAD, shared: true });
     this.hasher = recordHasher(cfg.codec !== inlineCodec);
     this.buf = this.plainPool.tryAcquire()!.subarray(0, cfg.shardSize);
     this.shards = resumed ? [...resumed.shards] : [];
@@ -453,14 +457,22 @@ export class RunWriter implements ArchiveWriter {
       if (hashed) await hashed.catch(() => undefined);
       this.plainPool.release(plain);
     }
+    // The frame buffer goes back to the pool as soon as the store has its bytes (the fs store:
+    // written, before the fsync), so shards waiting on a slow fsync hold no buffer.
+    let frameOut: Uint8Array | null = out;
+    const releaseFrame = () => {
+      if (frameOut !== null) this.framePool.release(frameOut);
+      frameOut = null;
+    };
     try {
       const key = layout.shard(this.job, this.runId, index);
       await putObject(this.cfg.store, key, r.frame, {
         contentLength: r.frame.length,
         contentType: 'application/octet-stream',
+        onBodyWritten: releaseFrame,
       });
     } finally {
-      this.framePool.release(out);
+      releaseFrame();
     }
     this.shards[index] = {
       size: r.frame.length,
