@@ -6,7 +6,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { tempDir } from '@coffer/testkit';
 import t, { type Test } from 'tap';
-import { ENGINE_NODE_FLAGS, missingNodeFlags } from '../src/node-flags.ts';
+import { ENGINE_NODE_FLAGS, missingNodeEnv, missingNodeFlags } from '../src/node-flags.ts';
 import { ADMIN_TOKEN } from './helpers/engine.ts';
 
 const MAIN = join(import.meta.dirname, '..', 'dist', 'main.js');
@@ -22,20 +22,42 @@ function freePort(): Promise<number> {
   });
 }
 
-t.test('missing flags: by name, from the command line or NODE_OPTIONS', async (t) => {
-  t.same(ENGINE_NODE_FLAGS, ['--max-semi-space-size=8']);
-  t.same(missingNodeFlags([], undefined), ['--max-semi-space-size=8']);
-  t.same(missingNodeFlags(['--max-semi-space-size=32'], undefined), []);
-  t.same(missingNodeFlags(['--max_semi_space_size=32'], undefined), [], 'underscore spelling');
-  t.same(missingNodeFlags([], '--enable-source-maps --max-semi-space-size=4'), []);
-  t.same(missingNodeFlags(['--cpu-prof'], '--enable-source-maps'), ['--max-semi-space-size=8']);
-});
+t.test(
+  'missing settings: flags by name, from the command line or NODE_OPTIONS; env when unset',
+  async (t) => {
+    t.same(ENGINE_NODE_FLAGS, ['--max-semi-space-size=8', '--heap-growing-percent=30']);
+    t.same(missingNodeFlags([], undefined), ENGINE_NODE_FLAGS);
+    t.same(missingNodeFlags(['--max-semi-space-size=32'], undefined), ['--heap-growing-percent=30']);
+    t.same(
+      missingNodeFlags(['--max_semi_space_size=32', '--heap-growing-percent=50'], undefined),
+      [],
+      'underscore spelling',
+    );
+    t.same(
+      missingNodeFlags([], '--enable-source-maps --max-semi-space-size=4 --heap-growing-percent=10'),
+      [],
+    );
+    t.same(missingNodeFlags(['--cpu-prof'], '--enable-source-maps'), ENGINE_NODE_FLAGS);
+    t.same(missingNodeEnv({}), { MALLOC_ARENA_MAX: '2' });
+    t.same(missingNodeEnv({ MALLOC_ARENA_MAX: '8' }), {}, "the operator's value is kept");
+  },
+);
 
-async function startAndRead(t: Test, nodeArgs: string[]): Promise<{ argv: string[]; stderr: string }> {
+async function startAndRead(
+  t: Test,
+  nodeArgs: string[],
+  extraEnv: Record<string, string> = {},
+): Promise<{ argv: string[]; env: string[]; stderr: string }> {
   t.ok(existsSync(MAIN), 'apps/engine/dist/main.js exists (run pnpm build first)');
   const port = await freePort();
   const child = spawn(process.execPath, [...nodeArgs, MAIN], {
-    env: { PATH: process.env.PATH, ENGINE_DATA_DIR: tempDir(t), PORT: String(port), ADMIN_TOKEN },
+    env: {
+      PATH: process.env.PATH,
+      ENGINE_DATA_DIR: tempDir(t),
+      PORT: String(port),
+      ADMIN_TOKEN,
+      ...extraEnv,
+    },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let stderr = '';
@@ -54,30 +76,40 @@ async function startAndRead(t: Test, nodeArgs: string[]): Promise<{ argv: string
     if (i > 600) throw new Error('engine never became ready');
     await new Promise((r) => setTimeout(r, 50));
   }
-  // The process that answers is the one we started (same pid): its command line now.
+  // The process that answers is the one we started (same pid): its command line and environment now.
   const argv = readFileSync(`/proc/${child.pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
+  const env = readFileSync(`/proc/${child.pid}/environ`, 'utf8').split('\0').filter(Boolean);
   child.kill('SIGTERM');
   t.equal(await exited, 0, 'graceful stop');
-  return { argv, stderr };
+  return { argv, env, stderr };
 }
 
 t.test(
-  'node dist/main.js runs with the engine flags, same process id',
+  'node dist/main.js runs with the engine settings, same process id',
   { skip: process.platform !== 'linux' },
   async (t) => {
-    const { argv, stderr } = await startAndRead(t, []);
+    const { argv, env, stderr } = await startAndRead(t, []);
     t.ok(argv.includes('--max-semi-space-size=8'), `flags applied: ${argv.slice(1).join(' ')}`);
+    t.ok(argv.includes('--heap-growing-percent=30'));
+    t.ok(env.includes('MALLOC_ARENA_MAX=2'), 'allocator setting applied');
     t.equal(argv.at(-1), MAIN, 'same program');
     t.equal(stderr, '', 'nothing on standard error (no warning)');
   },
 );
 
 t.test(
-  "an operator's own value is kept (no re-execution)",
+  "an operator's own values are kept (no re-execution)",
   { skip: process.platform !== 'linux' },
   async (t) => {
-    const { argv } = await startAndRead(t, ['--max-semi-space-size=16']);
+    const { argv, env } = await startAndRead(t, ['--max-semi-space-size=16', '--heap-growing-percent=50'], {
+      MALLOC_ARENA_MAX: '4',
+    });
     t.ok(argv.includes('--max-semi-space-size=16'));
     t.notOk(argv.includes('--max-semi-space-size=8'));
+    t.ok(env.includes('MALLOC_ARENA_MAX=4'));
+    t.notOk(
+      env.some((e) => e.startsWith('COFFER_ENGINE_NODE_FLAGS_APPLIED')),
+      'nothing to add: not re-executed',
+    );
   },
 );

@@ -34,7 +34,7 @@ import {
 import type { ObjectStore } from '@coffer/objectstore';
 import type { RunDestinationState, RunRecord, State } from '@coffer/state';
 import { decodeCheckpoint, encodeCheckpoint, nameMark, type VanishedMark } from './checkpoint.ts';
-import { readAhead } from './feed.ts';
+import { giveReadMemory, readAhead, takeReadMemory } from './feed.ts';
 import { type Classification, classifyFailure, RunError } from './reasons.ts';
 import {
   isSkippedEntry,
@@ -353,9 +353,9 @@ export async function attemptRun(
       const smallBytes = ra.smallBytes ?? SMALL;
       // Reused read memory (feed.ts): slots for small records, one stream buffer per lane for
       // large ones. Allocated untouched: only the pages reads land in become resident.
-      const streamBuffers: Uint8Array[] = [];
+      const streamBuffers: Buffer[] = [];
       const streamBuffer = (i: number) => {
-        streamBuffers[i] ??= Buffer.allocUnsafeSlow(LARGE_SCRATCH);
+        streamBuffers[i] ??= takeReadMemory(LARGE_SCRATCH);
         return streamBuffers[i]!;
       };
       const ahead = readAhead(
@@ -372,54 +372,59 @@ export async function attemptRun(
       );
       // Records vanished in this attempt shift the archive index of everything after them.
       let shift = 0;
-      for await (const { item, body, error } of ahead) {
-        const at = item.at - shift;
-        const rec = item.rec;
-        if (error !== null) {
-          const c = classifyFailure(error);
-          if (c.disposition !== 'warn') throw error;
-          vanished.push({ at, name: nameMark(rec.name) });
-          warnings++;
-          shift++;
-          continue;
+      try {
+        for await (const { item, body, error } of ahead) {
+          const at = item.at - shift;
+          const rec = item.rec;
+          if (error !== null) {
+            const c = classifyFailure(error);
+            if (c.disposition !== 'warn') throw error;
+            vanished.push({ at, name: nameMark(rec.name) });
+            warnings++;
+            shift++;
+            continue;
+          }
+          const targets = live().filter((l) => l.from <= at);
+          const input = {
+            name: rec.name,
+            size: rec.size,
+            sourceType: rec.sourceType,
+            binding: rec.binding,
+            namespace: rec.namespace,
+            metadata: scalarMetadata(rec.metadata),
+          };
+          const results = await Promise.allSettled(
+            targets.map(async (l, i) => {
+              // A streamed (large) body can be consumed once: further writers read it again.
+              const b =
+                body instanceof Uint8Array || i === 0
+                  ? body!
+                  : await src.read(rec.name, { buffer: streamBuffer(i) });
+              try {
+                return await l.writer.addRecord({ ...input, body: b });
+              } catch (err) {
+                // A writer that failed mid-stream leaves the stream open: close it (its file and any read in flight).
+                if (!(b instanceof Uint8Array))
+                  await (b as AsyncGenerator).return?.(undefined)?.catch(() => undefined);
+                throw err;
+              }
+            }),
+          );
+          for (let i = 0; i < results.length; i++) {
+            const r = results[i]!;
+            if (r.status === 'fulfilled') continue;
+            if (!isDestinationFault(r.reason) || classifyFailure(r.reason).disposition !== 'fail')
+              throw r.reason;
+            targets[i]!.failed = true;
+            await targets[i]!.writer.abort().catch(() => undefined);
+            failDestination(targets[i]!, r.reason);
+          }
+          if (live().length === 0) break;
+          if (signal.aborted) break;
         }
-        const targets = live().filter((l) => l.from <= at);
-        const input = {
-          name: rec.name,
-          size: rec.size,
-          sourceType: rec.sourceType,
-          binding: rec.binding,
-          namespace: rec.namespace,
-          metadata: scalarMetadata(rec.metadata),
-        };
-        const results = await Promise.allSettled(
-          targets.map(async (l, i) => {
-            // A streamed (large) body can be consumed once: further writers read it again.
-            const b =
-              body instanceof Uint8Array || i === 0
-                ? body!
-                : await src.read(rec.name, { buffer: streamBuffer(i) });
-            try {
-              return await l.writer.addRecord({ ...input, body: b });
-            } catch (err) {
-              // A writer that failed mid-stream leaves the stream open: close it (its file and any read in flight).
-              if (!(b instanceof Uint8Array))
-                await (b as AsyncGenerator).return?.(undefined)?.catch(() => undefined);
-              throw err;
-            }
-          }),
-        );
-        for (let i = 0; i < results.length; i++) {
-          const r = results[i]!;
-          if (r.status === 'fulfilled') continue;
-          if (!isDestinationFault(r.reason) || classifyFailure(r.reason).disposition !== 'fail')
-            throw r.reason;
-          targets[i]!.failed = true;
-          await targets[i]!.writer.abort().catch(() => undefined);
-          failDestination(targets[i]!, r.reason);
-        }
-        if (live().length === 0) break;
-        if (signal.aborted) break;
+      } finally {
+        // Every stream is closed by now (consumed, or returned on a writer failure).
+        for (const b of streamBuffers) if (b !== undefined) giveReadMemory(b);
       }
       warnings += skipped;
     }
