@@ -36,6 +36,7 @@ import {
   validateSignature,
 } from './internal/manifest.ts';
 import { BEGIN, END, type HashDigest, recordHasher } from './internal/record-hash.ts';
+import { readRecordsPipelined } from './internal/record-stream.ts';
 import { runBinding, runTag } from './internal/run-binding.ts';
 import { assertRuntime } from './internal/runtime.ts';
 import { getObject, listObjects } from './internal/store.ts';
@@ -46,6 +47,8 @@ import type {
   OpenedRun,
   OpenRunOptions,
   ReadManifestOptions,
+  RecordRead,
+  RecordsReadOptions,
   RunListing,
   VerifiedManifest,
   VerifyChecks,
@@ -604,6 +607,10 @@ class RunReader implements OpenedRun {
       pool.dispose();
       await records.return?.(undefined);
     }
+  }
+
+  readRecords(entries: readonly IndexEntry[], options?: RecordsReadOptions): AsyncIterable<RecordRead> {
+    return readRecordsPipelined(this.manifest.document, this.shards, entries, options);
   }
 
   async *readRecord(entry: IndexEntry): AsyncIterable<Uint8Array> {

@@ -300,6 +300,35 @@ export interface OpenedRun {
    * Reading records in index order decrypts each shard once.
    */
   readRecord(entry: IndexEntry): AsyncIterable<Uint8Array>;
+  /**
+   * Many records (`entries` from `records()`, in index order, a subset or all), read back in a
+   * pipeline: the same checks as `readRecord` (shard digest and tag, record SHA-384), with shards
+   * opened ahead on the codec workers and record hashes on the record-hash thread. Each record is
+   * yielded only after its SHA-384 matched. Its `pieces` are views of the reader's pooled shard
+   * buffers (not copies): they stay valid and unchanged until `release()` is called, and are
+   * reused afterwards. Release every record (records never released hold their buffers; when all
+   * are held the reader waits for one, so release independently of asking for the next record).
+   * Throws ERR_ARCHIVE_INVALID_ARGUMENT before reading anything (entries not in increasing `seq`,
+   * or one over `maxRecordBytes`), the shard errors, ERR_ARCHIVE_RECORD_TAMPERED,
+   * ERR_ARCHIVE_INDEX_INCONSISTENT; every record before the failing one has been yielded.
+   */
+  readRecords(entries: readonly IndexEntry[], options?: RecordsReadOptions): AsyncIterable<RecordRead>;
+}
+
+/** One verified record from `OpenedRun.readRecords`. */
+export interface RecordRead {
+  entry: IndexEntry;
+  /** The plaintext in order (several pieces when the record spans shards; none when empty). */
+  pieces: Uint8Array[];
+  /** Gives the pieces' memory back to the reader (idempotent). */
+  release(): void;
+}
+
+export interface RecordsReadOptions {
+  /** Largest record accepted (default 64 MiB): memory holds a whole record until it verified. */
+  maxRecordBytes?: number;
+  /** Shard buffers the consumer may hold unreleased without slowing the reader (default 4). */
+  holdShards?: number;
 }
 
 export interface VerifyProgress {
