@@ -15,22 +15,27 @@
  * - Resumable: names in `completed` (written by an earlier attempt of the same plan) are not
  *   written again; each record's write is idempotent for the same bytes.
  */
-import { randomBytes } from 'node:crypto';
 import type { Dirent } from 'node:fs';
-import { createReadStream } from 'node:fs';
-import { mkdtemp, open, readdir, rm } from 'node:fs/promises';
+import { readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type IndexEntry, isArchiveError, type OpenedRun, openRun, verifyRun } from '@coffer/archive';
-import { isSourceError, openSource, type RecordBody, type SourceConnector } from '@coffer/sources';
+import { isSourceError, openSource, type SourceConnector } from '@coffer/sources';
 import { codeOf, RestoreError } from './errors.ts';
+import { type FedRecord, FileStager, feedRecords } from './internal/record-feed.ts';
 import { computePlan } from './plan.ts';
 import type { ApplyOptions, ApplyProgress, ApplyReceipt, RecordOutcome, SkippedEntry } from './types.ts';
 
 /** The specification's in-account apply limits, used in Coffer as progress batch sizes (not caps). */
 export const APPLY_BATCH_SKIP = 160;
 export const APPLY_BATCH = 200;
+/**
+ * Phase two holds records up to this size in memory (the archive's pipelined reader: a record is
+ * handed over whole once it verified); bigger ones are staged in a 0600 file while they verify.
+ */
 const MEMORY_STAGE = 32 * 1024 * 1024;
+/** Phase one of a partial plan reads records up to this size through the pipelined reader. */
+const PIPELINE_MAX = 64 * 1024 * 1024;
 /**
  * Phase two stages records one by one in archive order (so the reader decrypts each shard once)
  * and writes up to this many staged records concurrently: a files target spends most of a small
@@ -50,81 +55,6 @@ const WRITE_REASONS: Record<string, string> = {
   ERR_SOURCE_RESOURCE_MISSING: 'target resource missing',
   ERR_SOURCE_THROTTLED: 'target throttled the write',
 };
-
-async function* piecesOf(parts: Uint8Array[]): AsyncIterable<Uint8Array> {
-  for (const p of parts) yield p;
-}
-
-/** A record staged after its bytes verified. */
-interface Staged {
-  size: number;
-  body(): RecordBody;
-  release(): Promise<void>;
-}
-
-class Stager {
-  #dir: string | null = null;
-  readonly #base: string;
-  readonly #limit: number;
-  constructor(base: string, limit: number) {
-    this.#base = base;
-    this.#limit = limit;
-  }
-
-  /** Streams the record through the reader's checks; resolves only when its digest matched. */
-  async stage(run: OpenedRun, entry: IndexEntry): Promise<Staged> {
-    const parts: Uint8Array[] = [];
-    let inMemory = 0;
-    let file: Awaited<ReturnType<typeof open>> | null = null;
-    let path: string | null = null;
-    let size = 0;
-    try {
-      for await (const piece of run.readRecord(entry)) {
-        size += piece.length;
-        if (file === null && inMemory + piece.length <= this.#limit) {
-          parts.push(piece.slice());
-          inMemory += piece.length;
-          continue;
-        }
-        if (file === null) {
-          this.#dir ??= await mkdtemp(join(this.#base, 'coffer-restore-'));
-          path = join(this.#dir, randomBytes(12).toString('hex'));
-          file = await open(path, 'wx', 0o600);
-          for (const p of parts) await file.write(p);
-          parts.length = 0;
-        }
-        await file.write(piece);
-      }
-      if (file !== null) await file.close();
-      file = null;
-    } catch (e) {
-      if (file !== null) await file.close().catch(() => undefined);
-      if (path !== null) await rm(path, { force: true });
-      throw e;
-    }
-    if (path === null) {
-      // No concatenation: a record spanning shards is handed over as its verified pieces.
-      const only = parts.length === 1 ? parts[0]! : null;
-      return {
-        size,
-        body: () => only ?? (piecesOf(parts) as RecordBody),
-        release: async () => {
-          parts.length = 0;
-        },
-      };
-    }
-    const p = path;
-    return {
-      size,
-      body: () => createReadStream(p, { highWaterMark: 256 * 1024 }) as AsyncIterable<Uint8Array>,
-      release: () => rm(p, { force: true }),
-    };
-  }
-
-  async close(): Promise<void> {
-    if (this.#dir !== null) await rm(this.#dir, { recursive: true, force: true });
-  }
-}
 
 /** The files connector's temporary name for a record being written (`.<base>.coffer-<hex>.tmp`). */
 const CUT_WRITE = /^\.(.+)\.coffer-[0-9a-f]{12}\.tmp$/;
@@ -255,29 +185,45 @@ export async function applyRestore(options: ApplyOptions): Promise<ApplyReceipt>
       return finish();
     }
   }
-  for (let i = receipt.recordsVerified; i < records.length; i++) {
-    if (cancelled()) {
-      receipt.status = 'cancelled';
-      receipt.cancelled = true;
-      return finish();
+  // A plan of part of the run: its records through the pipelined reader (a big one on its own).
+  let at = receipt.recordsVerified;
+  let stopped = false;
+  try {
+    while (at < records.length && !stopped) {
+      if (records[at]!.size > PIPELINE_MAX) {
+        for await (const _ of ctx.run.readRecord(records[at]!)) void _;
+        receipt.recordsVerified++;
+        at++;
+        stopped = cancelled();
+        continue;
+      }
+      let end = at;
+      while (end < records.length && records[end]!.size <= PIPELINE_MAX) end++;
+      for await (const r of ctx.run.readRecords(records.slice(at, end), { maxRecordBytes: PIPELINE_MAX })) {
+        r.release();
+        receipt.recordsVerified++;
+        at++;
+        if (at % batch === 0) progress('verify', at);
+        if (cancelled()) {
+          stopped = true;
+          break;
+        }
+      }
     }
-    const e = records[i]!;
-    try {
-      let n = 0;
-      for await (const piece of ctx.run.readRecord(e)) n += piece.length;
-      void n;
-    } catch (err) {
-      receipt.status = 'aborted';
-      receipt.failure = {
-        phase: 'verify',
-        code: codeOf(err),
-        reason: isArchiveError(err) ? err.reason : 'record could not be read back',
-        record: e.name,
-      };
-      return finish();
-    }
-    receipt.recordsVerified++;
-    if ((i + 1) % batch === 0) progress('verify', i + 1);
+  } catch (err) {
+    receipt.status = 'aborted';
+    receipt.failure = {
+      phase: 'verify',
+      code: codeOf(err),
+      reason: isArchiveError(err) ? err.reason : 'record could not be read back',
+      record: records[at]!.name,
+    };
+    return finish();
+  }
+  if (stopped || cancelled()) {
+    receipt.status = 'cancelled';
+    receipt.cancelled = true;
+    return finish();
   }
   progress('verify', records.length);
 
@@ -310,7 +256,7 @@ export async function applyRestore(options: ApplyOptions): Promise<ApplyReceipt>
       config.root,
       records.map((r) => r.name),
     ).catch(() => undefined);
-  const stager = new Stager(options.stagingDir ?? tmpdir(), options.memoryStageBytes ?? MEMORY_STAGE);
+  const stager = new FileStager(options.stagingDir ?? tmpdir());
   let connector: SourceConnector | null = null;
   const skipped = (name: string, reason: string) => {
     receipt.skippedCount++;
@@ -345,13 +291,14 @@ export async function applyRestore(options: ApplyOptions): Promise<ApplyReceipt>
     const inFlight = new Set<Promise<void>>();
     let inFlightBytes = 0;
     const target = connector;
-    const writeStaged = async (e: IndexEntry, staged: Staged): Promise<void> => {
+    const writeOne = async (rec: FedRecord): Promise<void> => {
+      const e = rec.entry;
       try {
-        const r = await target.write(e.name, staged.body(), { ...e.metadata });
+        const r = await target.write(e.name, rec.body(), { ...e.metadata });
         if (r.written) {
           receipt.written++;
-          receipt.bytes += staged.size;
-          await report({ name: e.name, outcome: 'written', bytes: staged.size });
+          receipt.bytes += e.size;
+          await report({ name: e.name, outcome: 'written', bytes: e.size });
         } else {
           const reason = r.reason === 'expired' ? 'expired before the apply (not written)' : r.reason;
           skipped(e.name, reason);
@@ -372,74 +319,81 @@ export async function applyRestore(options: ApplyOptions): Promise<ApplyReceipt>
           await report({ name: e.name, outcome: 'failed', reason, code });
         }
       } finally {
-        await staged.release();
+        await rec.release();
       }
     };
+    /** `onExisting: skip`: true when the record must not be written (reported here). */
+    const skipExisting = async (e: IndexEntry): Promise<boolean> => {
+      let exists: boolean;
+      try {
+        exists = await target.exists(e.name);
+      } catch (err) {
+        failed(e.name, 'existence check failed', codeOf(err));
+        await report({
+          name: e.name,
+          outcome: 'failed',
+          reason: 'existence check failed',
+          code: codeOf(err),
+        });
+        return true;
+      }
+      if (!exists) return false;
+      skipped(e.name, 'exists in the target (onExisting: skip)');
+      await report({ name: e.name, outcome: 'skipped', reason: 'exists in the target (onExisting: skip)' });
+      return true;
+    };
+    const todo = records.filter((e) => !completed.has(e.name));
+    receipt.alreadyDone = records.length - todo.length;
+    progress('write', 0);
+    // Records are read ahead and verified in a pipeline; each one's cancel check, existence check
+    // (skip) and write happen only once it verified, right before its write.
+    const feed = feedRecords(run, todo, {
+      memoryLimit: options.memoryStageBytes ?? MEMORY_STAGE,
+      stager,
+      ownBodies: config.type !== 'files',
+    });
+    let done = receipt.alreadyDone;
     try {
-      for (let i = 0; i < records.length; i++) {
-        if ((i > 0 && i % batch === 0) || i === 0) progress('write', i);
-        const e = records[i]!;
-        if (completed.has(e.name)) {
-          receipt.alreadyDone++;
-          continue;
-        }
-        while (
-          inFlight.size >= concurrency ||
-          (inFlight.size > 0 && inFlightBytes + e.size > WRITE_BUDGET_BYTES)
-        )
-          await Promise.race(inFlight);
-        // Checked after the wait: a cancel that came while writes finished starts no new one.
-        if (cancelled()) {
-          receipt.status = 'cancelled';
-          receipt.cancelled = true;
-          break;
-        }
-        if (skipMode) {
-          let exists: boolean;
-          try {
-            exists = await connector.exists(e.name);
-          } catch (err) {
-            failed(e.name, 'existence check failed', codeOf(err));
-            await report({
-              name: e.name,
-              outcome: 'failed',
-              reason: 'existence check failed',
-              code: codeOf(err),
-            });
-            continue;
-          }
-          if (exists) {
-            skipped(e.name, 'exists in the target (onExisting: skip)');
-            await report({
-              name: e.name,
-              outcome: 'skipped',
-              reason: 'exists in the target (onExisting: skip)',
-            });
-            continue;
-          }
-        }
-        let staged: Staged;
+      for await (const rec of feed.records) {
+        const e = rec.entry;
+        done++;
+        if (done % batch === 0) progress('write', done);
+        let go = false;
         try {
-          staged = await stager.stage(run, e);
-        } catch (err) {
-          receipt.status = 'aborted';
-          receipt.failure = {
-            phase: 'write',
-            code: codeOf(err),
-            reason: isArchiveError(err)
-              ? `record failed re-verification: ${err.reason}`
-              : 'record could not be read back',
-            record: e.name,
-          };
-          break;
+          while (
+            inFlight.size >= concurrency ||
+            (inFlight.size > 0 && inFlightBytes + e.size > WRITE_BUDGET_BYTES)
+          )
+            await Promise.race(inFlight);
+          // Checked after the wait: a cancel that came while writes finished starts no new one.
+          if (cancelled()) {
+            receipt.status = 'cancelled';
+            receipt.cancelled = true;
+            break;
+          }
+          go = !(skipMode && (await skipExisting(e)));
+        } finally {
+          if (!go) await rec.release();
         }
+        if (!go) continue;
         inFlightBytes += e.size;
-        const task = writeStaged(e, staged).finally(() => {
+        const task = writeOne(rec).finally(() => {
           inFlightBytes -= e.size;
           inFlight.delete(task);
         });
         inFlight.add(task);
       }
+    } catch (err) {
+      // A record failed re-verification (or could not be read): stop; what was written stays.
+      receipt.status = 'aborted';
+      receipt.failure = {
+        phase: 'write',
+        code: codeOf(err),
+        reason: isArchiveError(err)
+          ? `record failed re-verification: ${err.reason}`
+          : 'record could not be read back',
+        ...(todo[feed.fed()] === undefined ? {} : { record: todo[feed.fed()]!.name }),
+      };
     } finally {
       // Writes already started finish (a cancel or an abort stops further writes only).
       await Promise.allSettled([...inFlight]);

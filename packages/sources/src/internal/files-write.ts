@@ -9,14 +9,17 @@
  * byte is written, then get their permission bits and mtime and are renamed into place (rename
  * replaces a symbolic link at the final name, never writes through it).
  *
- * Why it is synchronous for small records: each async fs call is a hand-off to the libuv thread
- * pool and back (~50-100 us of futex traffic), while the call itself takes a few microseconds on a
- * local disk. A restore of 20,000 small files made ~10 such hand-offs per file, and the hand-offs,
- * not the disk, bounded its throughput. A body already in memory and at most SYNC_MAX bytes is
- * therefore written with direct *Sync calls (open, write, fchmod, futimes, close, rename: six
- * system calls and the containment check); bigger or streamed bodies write their bytes through
- * the thread pool (the event loop stays responsive while megabytes are copied) around the same
- * synchronous checks.
+ * Why most calls are synchronous: each async fs call is a hand-off to the libuv thread pool and
+ * back (~50-100 us of futex traffic), while most calls take a few microseconds on a local disk. A
+ * restore of 20,000 small files made ~10 such hand-offs per file, and the hand-offs, not the disk,
+ * bounded its throughput. So the checks, a body's write (in memory and at most SYNC_MAX bytes),
+ * fchmod, futimes and close are direct *Sync calls. Two calls stay on the thread pool: creating
+ * the temporary file and renaming it into place. Those take the parent directory's lock and can
+ * cost far more than a microsecond: creating an inode may scan the inode bitmap (ext4 without a
+ * journal skips every recently deleted inode, one lookup each: ~0.1-1 ms per create right after a
+ * big tree was removed). On the pool they run while the event loop goes on (the caller's next
+ * records get read and verified) and, for files in different directories, in parallel. Bigger or
+ * streamed bodies write their bytes through the pool too.
  *
  * Why parent directories are cached: the lstat walk of every parent of every file (and the mkdir
  * attempts) were most of the remaining system calls. A directory this writer created or checked
@@ -39,10 +42,10 @@ import {
   futimesSync,
   lstatSync,
   mkdirSync,
-  openSync,
+  open as openCallback,
   readlinkSync,
   realpathSync,
-  renameSync,
+  rename as renameCallback,
   unlinkSync,
   write as writeCallback,
   writeSync,
@@ -84,6 +87,18 @@ function fdPath(fd: number): string | null {
     procFd = false;
     return null;
   }
+}
+
+function openAsync(path: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    openCallback(path, CREATE_FLAGS, 0o600, (err, fd) => (err ? reject(err) : resolve(fd)));
+  });
+}
+
+function renameAsync(from: string, to: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    renameCallback(from, to, (err) => (err ? reject(err) : resolve()));
+  });
 }
 
 function writeAsync(fd: number, buf: Uint8Array, offset: number, length: number): Promise<number> {
@@ -260,7 +275,8 @@ export class FilesWriter {
         name.slice(0, slash + 1),
         `.${base.slice(0, 200)}.coffer-${this.#names.next()}.tmp`,
       );
-      fd = openSync(tmp, CREATE_FLAGS, 0o600);
+      // The create is the one call made through the thread pool (see the module comment).
+      fd = await openAsync(tmp);
       this.#placed(fd, tmp, realRoot, name);
       if (inMemory && body.byteLength <= SYNC_MAX) writeAllSync(fd, body);
       else if (inMemory) await writeAllAsync(fd, body);
@@ -283,7 +299,8 @@ export class FilesWriter {
       const open = fd;
       fd = undefined;
       closeSync(open);
-      renameSync(tmp, abs);
+      // rename never follows a link at the destination: an existing link is replaced, not written through.
+      await renameAsync(tmp, abs);
       tmp = undefined;
       return { written: true };
     } catch (err) {

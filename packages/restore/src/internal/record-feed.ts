@@ -1,0 +1,128 @@
+/**
+ * Phase two's supply of verified records: every record is read from the store again and handed
+ * over only after its SHA-384 (and its shards' digests and tags) verified, in archive order.
+ *
+ * - Records up to `memoryLimit` bytes come from the archive's pipelined reader
+ *   (`OpenedRun.readRecords`: shards opened ahead on the codec workers, record hashes on their own
+ *   thread) as views of its shard buffers, not copies; each is given back (`release`) once its
+ *   write settled, which is what lets the reader reuse the buffer.
+ * - A bigger record is streamed through `readRecord` into a 0600 file in a private 0700 directory
+ *   while it verifies (memory stays bounded whatever its size), and written from that file.
+ *
+ * Security-relevant: a record that fails verification throws here, before anything of it reaches a
+ * connector; bytes that did not verify are never handed over.
+ */
+import { randomBytes } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { mkdtemp, open, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { IndexEntry, OpenedRun } from '@coffer/archive';
+import type { RecordBody } from '@coffer/sources';
+
+/** Bodies of several pieces up to this size are joined into one buffer (the files connector writes
+ * one in-memory buffer of at most 1 MiB without a thread-pool hop). */
+const JOIN_MAX = 1024 * 1024;
+
+/** A verified record, ready for its write. */
+export interface FedRecord {
+  entry: IndexEntry;
+  /** A fresh body for the connector (call once per write). */
+  body(): RecordBody;
+  /** Gives the record's memory or staging file back. Idempotent. */
+  release(): Promise<void>;
+}
+
+async function* piecesOf(parts: readonly Uint8Array[]): AsyncIterable<Uint8Array> {
+  for (const p of parts) yield p;
+}
+
+/**
+ * The body of a record read as `pieces`. `own`: the connector may keep references to the body
+ * after its write (or cannot take shared memory), so it gets a copy of its own; the files connector
+ * does not need one. `copied`: the pieces are no longer needed once the body exists.
+ */
+function bodyOf(
+  pieces: readonly Uint8Array[],
+  size: number,
+  own: boolean,
+): { body: () => RecordBody; copied: boolean } {
+  if (pieces.length === 0) {
+    const empty = new Uint8Array(0);
+    return { body: () => empty, copied: true };
+  }
+  if (!own && pieces.length === 1) {
+    const only = pieces[0]!;
+    return { body: () => only, copied: false };
+  }
+  if (own || size <= JOIN_MAX) {
+    const joined = Buffer.concat(pieces, size);
+    return { body: () => joined, copied: true };
+  }
+  return { body: () => piecesOf(pieces) as RecordBody, copied: false };
+}
+
+/** Temporary files for records too big to hold in memory. */
+export class FileStager {
+  #dir: string | null = null;
+  readonly #base: string;
+  constructor(base: string) {
+    this.#base = base;
+  }
+
+  /** Streams the record through the reader's checks into a file; resolves once its digest matched. */
+  async stage(run: OpenedRun, entry: IndexEntry): Promise<FedRecord> {
+    this.#dir ??= await mkdtemp(join(this.#base, 'coffer-restore-'));
+    const path = join(this.#dir, randomBytes(12).toString('hex'));
+    const file = await open(path, 'wx', 0o600);
+    try {
+      for await (const piece of run.readRecord(entry)) await file.write(piece);
+      await file.close();
+    } catch (e) {
+      await file.close().catch(() => undefined);
+      await rm(path, { force: true });
+      throw e;
+    }
+    return {
+      entry,
+      body: () => createReadStream(path, { highWaterMark: 256 * 1024 }) as AsyncIterable<Uint8Array>,
+      release: () => rm(path, { force: true }),
+    };
+  }
+
+  async close(): Promise<void> {
+    if (this.#dir !== null) await rm(this.#dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Yields `entries` (archive order) as verified records. Throws the archive's error for the first
+ * record that does not verify (ERR_ARCHIVE_*); every record before it was yielded. `fed()` counts
+ * the records yielded so far (the failing record is `entries[fed()]`).
+ */
+export function feedRecords(
+  run: OpenedRun,
+  entries: readonly IndexEntry[],
+  options: { memoryLimit: number; stager: FileStager; ownBodies: boolean },
+): { records: AsyncIterable<FedRecord>; fed: () => number } {
+  let fed = 0;
+  async function* records(): AsyncGenerator<FedRecord> {
+    for (let i = 0; i < entries.length; ) {
+      if (entries[i]!.size > options.memoryLimit) {
+        yield await options.stager.stage(run, entries[i]!);
+        fed++;
+        i++;
+        continue;
+      }
+      let end = i;
+      while (end < entries.length && entries[end]!.size <= options.memoryLimit) end++;
+      for await (const r of run.readRecords(entries.slice(i, end), { maxRecordBytes: options.memoryLimit })) {
+        const { body, copied } = bodyOf(r.pieces, r.entry.size, options.ownBodies);
+        if (copied) r.release();
+        yield { entry: r.entry, body, release: async () => r.release() };
+        fed++;
+      }
+      i = end;
+    }
+  }
+  return { records: records(), fed: () => fed };
+}
