@@ -133,6 +133,8 @@ interface Lane {
 }
 
 const SMALL = 1024 * 1024;
+/** Listing page size the executor asks for (see needed()). */
+const LISTING_PAGE = 200;
 /** Scratch memory of a large record's stream: two halves, one read while the writer copies the other. */
 const LARGE_SCRATCH = 2 * 1024 * 1024;
 const DEFAULT_CHECKPOINT_INTERVAL_MS = 10_000;
@@ -322,7 +324,10 @@ export async function attemptRun(
       // The records to read, in enumeration order; skipped entries and records already held are
       // filtered here, so they are never read.
       async function* needed(): AsyncGenerator<{ rec: RunSourceRecord; at: number }> {
-        for await (const entry of src.enumerate()) {
+        // Short pages: a page's records stay alive until the feed reaches them, and a long page
+        // outlives two young-generation collections, so its records get promoted to the old
+        // generation only to die there (measured: fewer, cheaper collections with 200).
+        for await (const entry of src.enumerate({ pageSize: LISTING_PAGE })) {
           if (signal.aborted) return;
           if (isSkippedEntry(entry)) {
             skipped++;
