@@ -83,7 +83,7 @@ export async function* readAhead<T>(
 ): AsyncGenerator<AheadItem<T>> {
   const queue: Pending<T>[] = [];
   let buffered = 0;
-  // Slots: one per read in flight plus the one the consumer holds. Allocated once, on first use.
+  // Slots: one per read in flight plus the one the consumer holds, in memory reused across runs.
   const readInto = options.readInto;
   const free: Uint8Array[] = [];
   const memory =
