@@ -458,6 +458,10 @@ export async function attemptRun(
         failDestination(l, err);
       }
     }
+    // The writers are done (sealed or failed): drop them, so their index lines (about 1 KB of heap
+    // per record) can be collected while the read-back holds the index it reads. A park or stop
+    // from here on saves a checkpoint without writers; a resume finds the sealed manifests first.
+    lanes.length = 0;
     // Progress for readers of the run (history, replication): the copies are sealed, read-back
     // follows. Best effort: the outcome is recorded at the end whatever happens here.
     await deps.state.runs.update(run.id, { destinations: dests }).catch(() => undefined);
