@@ -19,9 +19,15 @@
 // Fairness: the page cache is warmed (source read once, both repositories are read once by a
 // first untimed restore each); engine and restic restores are interleaved per repetition; figures
 // are medians over BENCH_REPEAT repetitions (default 3), every sample printed. Each restored tree is
-// checked (file count and byte total) and removed before the next restore.
+// checked (file count and byte total) right after its restore; the trees are removed only after
+// the last repetition (BENCH_REMOVE_BETWEEN=1: each right after its check, as before). Why: on an
+// ext4 without a journal (this machine's) the inode allocator skips every inode deleted in the
+// last seconds (minutes while its inode table block is dirty), one buffer lookup each, so creating
+// files just after 20,000 were removed costs 0.1-1 ms of kernel CPU per create, and which tool
+// lands in the block groups of the removed tree depends on where the kernel places directories:
+// removing between restores measured that allocator state as much as either restore.
 // Environment: BENCH_SCALE (default 1), BENCH_REPEAT (default 3), BENCH_SKIP_RESTIC=1,
-// BENCH_DIRECT=1, BENCH_ENGINE_ARGS (extra node flags for the engine, e.g.
+// BENCH_DIRECT=1, BENCH_REMOVE_BETWEEN=1, BENCH_ENGINE_ARGS (extra node flags for the engine, e.g.
 // "--cpu-prof --cpu-prof-dir=/tmp/p"), BENCH_ENGINE_MAIN (another build's main.js).
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -95,6 +101,10 @@ console.log(`engine backup: ${((performance.now() - b0) / 1000).toFixed(1)} s (r
 
 let n = 0;
 const freshTarget = () => join(targets, `t${++n}`);
+const removeBetween = given.BENCH_REMOVE_BETWEEN === '1';
+const restored = [];
+/** A checked tree: removed now (BENCH_REMOVE_BETWEEN=1) or after the last repetition. */
+const done = (dir) => (removeBetween ? rmSync(dir, { recursive: true, force: true }) : restored.push(dir));
 function checkTree(dir, label) {
   const t = tally(dir);
   if (t.files !== files || t.bytes !== totalBytes)
@@ -120,7 +130,7 @@ async function engineRestore(label) {
     if (s.status !== 'succeeded')
       throw new Error(`${label}: apply ${s.status} ${JSON.stringify(s.receipt ?? s.error)}`);
     checkTree(dir, label);
-    rmSync(dir, { recursive: true, force: true });
+    done(dir);
     return {
       label,
       seconds,
@@ -163,7 +173,7 @@ function resticRestore(label) {
   if (r.status !== 0) throw new Error(`${label}: restic exit ${r.status}`);
   const cpu = childrenCpu() - c0;
   checkTree(join(dir, sourceDir), label);
-  rmSync(dir, { recursive: true, force: true });
+  done(dir);
   return { label, seconds, cpu };
 }
 
@@ -197,7 +207,7 @@ if (given.BENCH_DIRECT === '1') {
     const seconds = (performance.now() - t0) / 1000;
     if (receipt.status !== 'succeeded') throw new Error(`${label}: ${receipt.status}`);
     checkTree(dir, label);
-    rmSync(dir, { recursive: true, force: true });
+    done(dir);
     return { label, seconds, verifySeconds: phaseTwoAt === null ? null : (phaseTwoAt - t0) / 1000 };
   };
 }
@@ -214,6 +224,7 @@ for (let rep = 1; rep <= repeat; rep++) {
 }
 stopEngine();
 await engineExit;
+for (const dir of restored) rmSync(dir, { recursive: true, force: true });
 
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -246,7 +257,7 @@ console.log(
   `\nData set: ${files} files, ${(totalBytes / MIB).toFixed(0)} MiB = ${(totalBytes / 1024 ** 3).toFixed(2)} GiB (scale ${scale}; ${sourceDir})`,
 );
 console.log(
-  `Medians of ${repeat} repetition(s), into an empty directory each time; load average at the end ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')} on ${(await import('node:os')).availableParallelism()} CPUs`,
+  `Medians of ${repeat} repetition(s), into an empty directory each time (restored trees removed ${removeBetween ? 'between restores' : 'after the last one'}); load average at the end ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')} on ${(await import('node:os')).availableParallelism()} CPUs`,
 );
 console.log(fmt(eng));
 const dir = summary(samples.direct);

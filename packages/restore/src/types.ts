@@ -209,7 +209,10 @@ export interface ApplyOptions extends PlanOptions {
   batchSize?: number;
   /** Directory for staging records before their write (default the OS temporary directory). */
   stagingDir?: string;
-  /** Records up to this size are staged in memory, bigger ones in a 0600 file (default 32 MiB). */
+  /**
+   * Records up to this size are read through the archive's pipelined reader and held in memory
+   * until written; bigger ones are staged in a 0600 file while they verify (default 32 MiB).
+   */
   memoryStageBytes?: number;
   /** Verified records written concurrently in phase two (default 8; sqlite targets: always 1). */
   writeConcurrency?: number;
