@@ -13,12 +13,14 @@
  * back (~50-100 us of futex traffic), while most calls take a few microseconds on a local disk. A
  * restore of 20,000 small files made ~10 such hand-offs per file, and the hand-offs, not the disk,
  * bounded its throughput. So the checks, a body's write (in memory and at most SYNC_MAX bytes),
- * fchmod, futimes and close are direct *Sync calls. Two calls stay on the thread pool: creating
- * the temporary file and renaming it into place. Those take the parent directory's lock and can
- * cost far more than a microsecond: creating an inode may scan the inode bitmap (ext4 without a
- * journal skips every recently deleted inode, one lookup each: ~0.1-1 ms per create right after a
- * big tree was removed). On the pool they run while the event loop goes on (the caller's next
- * records get read and verified) and, for files in different directories, in parallel. Bigger or
+ * fchmod, futimes and close are direct *Sync calls. Creating the temporary file and renaming it
+ * take the parent directory's lock and usually take tens of microseconds, but creating an inode
+ * can cost far more: ext4 without a journal skips every recently deleted inode, one lookup each,
+ * ~0.1-1 ms of kernel CPU per create right after a big tree was removed. So they are synchronous
+ * while creates are quick, and once one took longer than SLOW_CREATE_MS the next POOLED_WRITES
+ * creates and renames go through the thread pool: there they run while the event loop goes on
+ * (the caller's next records get read and verified) and, for different directories, in
+ * parallel on several cores; then a synchronous create measures again. Bigger or
  * streamed bodies write their bytes through the pool too.
  *
  * Why parent directories are cached: the lstat walk of every parent of every file (and the mkdir
@@ -43,9 +45,11 @@ import {
   lstatSync,
   mkdirSync,
   open as openCallback,
+  openSync,
   readlinkSync,
   realpathSync,
   rename as renameCallback,
+  renameSync,
   unlinkSync,
   write as writeCallback,
   writeSync,
@@ -57,6 +61,9 @@ import { CREATE_FLAGS } from './fs-safety.ts';
 
 /** Bodies in memory up to this size are written with synchronous calls only. */
 export const SYNC_MAX = 1024 * 1024;
+/** A synchronous create slower than this sends the next POOLED_WRITES creates to the thread pool. */
+const SLOW_CREATE_MS = 0.25;
+const POOLED_WRITES = 256;
 /** Directories remembered as checked, at most (the set is emptied when it would grow past it). */
 const CACHE_MAX = 65_536;
 
@@ -139,6 +146,8 @@ export class FilesWriter {
    */
   readonly #checked = new Map<string, [number, number]>();
   readonly #names = new TmpNames();
+  /** Writes left whose create and rename go through the thread pool (creates were slow). */
+  #pooled = 0;
 
   constructor(description: string) {
     this.#description = description;
@@ -275,8 +284,17 @@ export class FilesWriter {
         name.slice(0, slash + 1),
         `.${base.slice(0, 200)}.coffer-${this.#names.next()}.tmp`,
       );
-      // The create is the one call made through the thread pool (see the module comment).
-      fd = await openAsync(tmp);
+      // Create and rename synchronously while creates are quick; through the thread pool for a
+      // while once one was slow (see the module comment).
+      const pooled = this.#pooled > 0;
+      if (pooled) {
+        this.#pooled--;
+        fd = await openAsync(tmp);
+      } else {
+        const t0 = performance.now();
+        fd = openSync(tmp, CREATE_FLAGS, 0o600);
+        if (performance.now() - t0 > SLOW_CREATE_MS) this.#pooled = POOLED_WRITES;
+      }
       this.#placed(fd, tmp, realRoot, name);
       if (inMemory && body.byteLength <= SYNC_MAX) writeAllSync(fd, body);
       else if (inMemory) await writeAllAsync(fd, body);
@@ -300,7 +318,8 @@ export class FilesWriter {
       fd = undefined;
       closeSync(open);
       // rename never follows a link at the destination: an existing link is replaced, not written through.
-      await renameAsync(tmp, abs);
+      if (pooled) await renameAsync(tmp, abs);
+      else renameSync(tmp, abs);
       tmp = undefined;
       return { written: true };
     } catch (err) {
