@@ -28,12 +28,13 @@
 // BENCH_NO_BUILD=1 (skip building the packages), COFFER_ARCHIVE_WORKERS (codec worker threads;
 // default cores - 1, at least 1, at most 4; records are hashed on one more thread).
 //
-// Node flags: the archive is sealed and verified inside the engine, which always runs with
-// `--max-semi-space-size=8` (apps/engine/src/node-flags.ts, ENGINE_NODE_FLAGS: it re-executes
-// itself with them). This benchmark measures the archive as the product runs it, so it
-// re-executes itself the same way (same pid, nothing loaded yet) unless the flag is already given;
-// BENCH_NODE_DEFAULTS=1 keeps Node's defaults (V8 then grows each thread's young generation up to
-// 64 MiB per semi-space, about 100 MiB more peak RSS).
+// Node flags: the archive is sealed and verified inside the engine, which always runs with its own
+// Node flags and environment (apps/engine/src/node-flags.ts: ENGINE_NODE_FLAGS, e.g.
+// `--max-semi-space-size=8`, and ENGINE_NODE_ENV, e.g. MALLOC_ARENA_MAX; it re-executes itself
+// with them). This benchmark measures the archive as the product runs it, so it re-executes itself
+// the same way (same pid, nothing loaded yet) with those it is missing; BENCH_NODE_DEFAULTS=1 keeps
+// Node's defaults (V8 then grows each thread's young generation up to 64 MiB per semi-space, about
+// 100 MiB more peak RSS).
 import { execFileSync } from 'node:child_process';
 import { createCipheriv, createHash, randomBytes } from 'node:crypto';
 import { closeSync, mkdirSync, openSync, readFileSync, readSync, rmSync } from 'node:fs';
@@ -47,18 +48,32 @@ import { ensureDataSet } from './archive-dataset.mjs';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 // Benchmark knobs (documented above); read through one alias, they are not build inputs for turbo.
 const env = process.env;
-const ENGINE_NODE_FLAGS = ['--max-semi-space-size=8'];
-{
+// The engine's own Node flags and environment (apps/engine/src/node-flags.ts), read from its source
+// so the two never drift (the fallback is only for a checkout without the engine). Only the first
+// image reads it: the re-executed one is told which variables were the engine's.
+const engineEnvNames = (env.BENCH_ENGINE_ENV ?? '').split(',').filter((k) => k !== '');
+if (
+  env.BENCH_NODE_DEFAULTS !== '1' &&
+  env.BENCH_ENGINE_ENV === undefined &&
+  typeof process.execve === 'function'
+) {
+  const engine = await import(pathToFileURL(join(root, 'apps', 'engine', 'src', 'node-flags.ts')).href).catch(
+    () => ({ ENGINE_NODE_FLAGS: ['--max-semi-space-size=8'], ENGINE_NODE_ENV: {} }),
+  );
   const given = [...process.execArgv, ...(env.NODE_OPTIONS ?? '').split(/\s+/)].map((a) => a.split('=')[0]);
-  const missing = ENGINE_NODE_FLAGS.filter((f) => !given.includes(f.split('=')[0]));
-  if (missing.length > 0 && env.BENCH_NODE_DEFAULTS !== '1' && typeof process.execve === 'function') {
-    process.execve(process.execPath, [
-      process.execPath,
-      ...missing,
-      ...process.execArgv,
-      ...process.argv.slice(1),
-    ]);
-  }
+  const flags = engine.ENGINE_NODE_FLAGS.filter((f) => !given.includes(f.split('=')[0]));
+  const vars = Object.fromEntries(
+    Object.entries(engine.ENGINE_NODE_ENV).filter(([k]) => env[k] === undefined),
+  );
+  process.execve(
+    process.execPath,
+    [process.execPath, ...flags, ...process.execArgv, ...process.argv.slice(1)],
+    {
+      ...env,
+      ...vars,
+      BENCH_ENGINE_ENV: Object.keys(engine.ENGINE_NODE_ENV).join(','),
+    },
+  );
 }
 const MIB = 1024 * 1024;
 const scale = Number(env.BENCH_SCALE ?? '1');
@@ -341,7 +356,10 @@ async function main() {
       'data set',
       `${files.length} files, ${fmt(total / MIB)} MiB (scale ${scale}); stored ${fmt(summary.storedBytes / MIB)} MiB in ${summary.shards} shards`,
     ],
-    ['node flags (as the engine runs)', process.execArgv.join(' ') || "Node's defaults"],
+    [
+      'node flags and env (as the engine runs)',
+      [...process.execArgv, ...engineEnvNames.map((k) => `${k}=${env[k]}`)].join(' ') || "Node's defaults",
+    ],
     [
       'cores / codec workers',
       `${availableParallelism()} / ${env.COFFER_ARCHIVE_WORKERS ?? 'default'} (+1 record-hash thread)`,

@@ -1,3 +1,4 @@
+import type { ObjectStore } from '@coffer/objectstore';
 import t from 'tap';
 import {
   createArchiveWriter,
@@ -143,3 +144,53 @@ t.test('inline and worker codecs make the same choices and read each other', asy
     t.equal(v.ok, true);
   }
 });
+
+t.test(
+  'shards waiting on a slow store hold no frame buffer once written, and the run is intact',
+  async (t) => {
+    const k = keys();
+    const { store: fs } = fsStore(t);
+    // A store whose durability step is slow: each shard's bytes are written (onBodyWritten), then its
+    // put waits until three shards are pending, so the writer must seal on with reused frame buffers
+    // (a safety timer lets everything through, so a regression fails the count instead of hanging).
+    let pending = 0;
+    let peak = 0;
+    let written = 0;
+    const waiting: (() => void)[] = [];
+    const go = () => {
+      for (const f of waiting.splice(0)) f();
+    };
+    const safety = setInterval(go, 500);
+    t.teardown(() => clearInterval(safety));
+    const slow: ObjectStore = {
+      description: fs.description,
+      put: async (key, body, options) => {
+        const r = await fs.put(key, body, { ...options, onBodyWritten: undefined });
+        if (!key.includes('/shards/')) return r;
+        written++;
+        options?.onBodyWritten?.();
+        pending++;
+        peak = Math.max(peak, pending);
+        if (pending >= 3) go();
+        else await new Promise<void>((f) => waiting.push(f));
+        pending--;
+        return r;
+      },
+      get: (key, range) => fs.get(key, range),
+      getStream: (key, range) => fs.getStream(key, range),
+      head: (key) => fs.head(key),
+      list: (prefix, options) => fs.list(prefix, options),
+      listAll: (prefix) => fs.listAll(prefix),
+      delete: (key) => fs.delete(key),
+    };
+    const shardSize = 64 * 1024;
+    const w = await createArchiveWriter(writerOptions(slow, k, { shardSize, workers: 1 }));
+    await w.addRecord({ name: 'big.bin', body: pseudoRandom(shardSize * 12 + 5, 7) });
+    const summary = await w.finish();
+    t.equal(summary.shards, 13, 'every shard stored');
+    t.equal(written, 13, 'each shard written once');
+    t.ok(peak >= 3, `three shards were pending in the store at once (peak ${peak})`);
+    const v = await verifyRun(fs, { job: 'job-a', runId: 'run-0001', secretKey: k.operational.secretKey });
+    t.ok(v.ok, 'the run verifies');
+  },
+);

@@ -38,7 +38,11 @@ export interface SealMessage {
   runTag: Uint8Array;
   /**
    * A spare buffer to build the frame in (recycled by the caller: a fresh large buffer costs a page
-   * fault per 4 KiB on first touch, which is slower than the cipher itself).
+   * fault per 4 KiB on first touch, which is slower than the cipher itself). It may hold `plain`
+   * itself at offset 32 (the header's size): the frame is then sealed in place, because each piece
+   * of ciphertext is written exactly over the piece of payload it was made from, after reading it
+   * (AES-GCM output is as long as its input), and the plaintext is compressed before any of it is
+   * overwritten.
    */
   out: Uint8Array | null;
 }

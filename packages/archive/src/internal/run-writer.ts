@@ -36,6 +36,7 @@ import { bodyChunks, checkBody, checkMetadata, checkName, internal, invalid } fr
 
 /** Frame header (32) and tag (16) around the payload. */
 const FRAME_OVERHEAD = 48;
+const FRAME_HEADER = 32;
 /**
  * Shards being stored while the codec workers seal the next ones: storing (a write and an fsync
  * on the fs store, a PUT on S3) takes longer than sealing, so without this the pipeline waits on
@@ -43,9 +44,12 @@ const FRAME_OVERHEAD = 48;
  * throughput of a busy disk; a shard past its write holds no buffer (see sealAndStore), so on
  * the fs store this costs no memory. More would tie up every libuv thread (the source's reads).
  */
-const STORE_AHEAD = 3;
-/** Frame buffers beyond one per codec worker (frames waiting for or being written to the store). */
-const FRAMES_AHEAD = 1;
+const STORE_AHEAD = 5;
+/**
+ * Shard buffers beyond one per codec worker: one filling, one whose offloaded record bytes are
+ * being hashed, one being written to the store (a frame is sealed in its shard buffer).
+ */
+const SHARDS_AHEAD = 3;
 /** Records at least this large are hashed on the record-hash thread (smaller ones inline: cheaper than a message). */
 const OFFLOAD_MIN = 512 * 1024;
 
@@ -96,12 +100,11 @@ export class RunWriter implements ArchiveWriter {
   private failure: unknown = null;
   private readonly binding: Uint8Array;
   private readonly tag: Uint8Array;
-  // Shard and frame buffers come from fixed pools, allocated once per writer: a fresh 8 MiB buffer
-  // costs a page fault per 4 KiB on first touch (slower than the cipher) and leaves garbage the GC
-  // frees late, inflating RSS. The pools' sizes bound the memory in flight: one shard filling, one
-  // waiting, one per codec worker being sealed; frames being sealed or stored.
+  // Shard buffers come from a fixed pool, allocated once per writer: a fresh 8 MiB buffer costs a
+  // page fault per 4 KiB on first touch (slower than the cipher) and leaves garbage the GC frees
+  // late, inflating RSS. The pool's size bounds the memory in flight. Each buffer is frame-sized:
+  // the shard's plaintext after room for the header, sealed in place (see sealAndStore).
   private readonly plainPool: BufferPool;
-  private readonly framePool: BufferPool;
   private readonly hasher: RecordHasher;
 
   constructor(cfg: WriterConfig, resumed?: CheckpointState) {
@@ -109,14 +112,11 @@ export class RunWriter implements ArchiveWriter {
     this.job = cfg.job;
     this.runId = cfg.runId;
     this.maxPending = cfg.codec.parallel + STORE_AHEAD;
-    // Shard buffers: one filling, one full and waiting, one per codec worker; frames: one per shard
-    // not yet durable (being sealed or stored). Both pools hold frame-sized buffers, so the
-    // process-wide cache serves either (and the reader).
+    // Frame-sized buffers, so the process-wide cache serves the reader too.
     const size = cfg.shardSize + FRAME_OVERHEAD;
-    this.plainPool = new BufferPool({ size, count: cfg.codec.parallel + 2, shared: true });
-    this.framePool = new BufferPool({ size, count: cfg.codec.parallel + FRAMES_AHEAD, shared: true });
+    this.plainPool = new BufferPool({ size, count: cfg.codec.parallel + SHARDS_AHEAD, shared: true });
     this.hasher = recordHasher(cfg.codec !== inlineCodec);
-    this.buf = this.plainPool.tryAcquire()!.subarray(0, cfg.shardSize);
+    this.buf = this.plainPool.tryAcquire()!.subarray(FRAME_HEADER, FRAME_HEADER + cfg.shardSize);
     this.shards = resumed ? [...resumed.shards] : [];
     this.nextShard = this.shards.length;
     this.durable = this.shards.length;
@@ -421,7 +421,8 @@ export class RunWriter implements ArchiveWriter {
       if (this.failure !== null) throw this.failure;
     }
     // Back-pressure: waits here while every shard buffer is being sealed.
-    if (!final) this.buf = (await this.plainPool.acquire()).subarray(0, this.cfg.shardSize);
+    if (!final)
+      this.buf = (await this.plainPool.acquire()).subarray(FRAME_HEADER, FRAME_HEADER + this.cfg.shardSize);
     if (this.failure !== null) throw this.failure;
   }
 
@@ -433,11 +434,24 @@ export class RunWriter implements ArchiveWriter {
     hashed: Promise<void> | null,
   ): Promise<void> {
     const plainSize = plain.length;
-    let out: Uint8Array | null = null;
-    let r: Awaited<ReturnType<FrameCodec['seal']>>;
+    // The frame is built in place, in the shard buffer itself: the plaintext sits after room for
+    // the header and the tag fits after it, and each piece of ciphertext overwrites the piece of
+    // plaintext (or of zstd output) it was made from. The buffer goes back to the pool as soon as
+    // the store has the frame's bytes (the fs store: written, before the fsync), so shards waiting
+    // on a slow fsync hold no buffer.
+    let held: Uint8Array | null = new Uint8Array(
+      plain.buffer,
+      plain.byteOffset - FRAME_HEADER,
+      this.cfg.shardSize + FRAME_OVERHEAD,
+    );
+    const release = () => {
+      if (held !== null) this.plainPool.release(held);
+      held = null;
+    };
     try {
-      out = await this.framePool.acquire();
-      r = await codec.seal({
+      // An offloaded record's bytes are read by the record-hash thread before they are overwritten.
+      if (hashed) await hashed;
+      const r = await codec.seal({
         domain: 0,
         seq: index,
         final,
@@ -446,41 +460,24 @@ export class RunWriter implements ArchiveWriter {
         key: this.cfg.dataKey,
         binding: this.binding,
         runTag: this.tag,
-        out,
+        out: held,
       });
-      if (hashed) await hashed;
-    } catch (e) {
-      if (out !== null) this.framePool.release(out);
-      throw e;
-    } finally {
-      // The shard buffer is free once sealed and (for an offloaded record) hashed.
-      if (hashed) await hashed.catch(() => undefined);
-      this.plainPool.release(plain);
-    }
-    // The frame buffer goes back to the pool as soon as the store has its bytes (the fs store:
-    // written, before the fsync), so shards waiting on a slow fsync hold no buffer.
-    let frameOut: Uint8Array | null = out;
-    const releaseFrame = () => {
-      if (frameOut !== null) this.framePool.release(frameOut);
-      frameOut = null;
-    };
-    try {
       const key = layout.shard(this.job, this.runId, index);
       await putObject(this.cfg.store, key, r.frame, {
         contentLength: r.frame.length,
         contentType: 'application/octet-stream',
-        onBodyWritten: releaseFrame,
+        onBodyWritten: release,
       });
+      this.shards[index] = {
+        size: r.frame.length,
+        plainSize,
+        compression: r.zstd ? 'zstd' : 'none',
+        sha384: formatDigest(r.digest),
+      };
+      this.advanceDurable();
     } finally {
-      releaseFrame();
+      release();
     }
-    this.shards[index] = {
-      size: r.frame.length,
-      plainSize,
-      compression: r.zstd ? 'zstd' : 'none',
-      sha384: formatDigest(r.digest),
-    };
-    this.advanceDurable();
   }
 
   /** Hands the pools' buffers to the process-wide cache once nothing is in flight. */
@@ -488,7 +485,6 @@ export class RunWriter implements ArchiveWriter {
     if (this.buf.length > 0) this.plainPool.release(this.buf);
     this.buf = new Uint8Array(0);
     this.plainPool.dispose();
-    this.framePool.dispose();
   }
 
   private advanceDurable(): void {
