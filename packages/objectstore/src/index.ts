@@ -16,4 +16,13 @@ export { createFsStore, type FsStoreOptions } from './fs-store.ts';
 export { keyProblem, validateKey } from './internal/keys.ts';
 export { type OpenStoreOptions, openStore } from './open-store.ts';
 export { createS3Store, type S3StoreOptions } from './s3-store.ts';
-export type { Body, ByteRange, ListOptions, ListPage, ObjectInfo, ObjectStore, PutOptions } from './types.ts';
+export type {
+  Body,
+  ByteRange,
+  GetOptions,
+  ListOptions,
+  ListPage,
+  ObjectInfo,
+  ObjectStore,
+  PutOptions,
+} from './types.ts';

@@ -45,7 +45,16 @@ import {
   validatePrefix,
 } from './internal/keys.ts';
 import { listAllPages } from './internal/list-all.ts';
-import type { Body, ByteRange, ListOptions, ListPage, ObjectInfo, ObjectStore, PutOptions } from './types.ts';
+import type {
+  Body,
+  ByteRange,
+  GetOptions,
+  ListOptions,
+  ListPage,
+  ObjectInfo,
+  ObjectStore,
+  PutOptions,
+} from './types.ts';
 
 export interface S3StoreOptions {
   bucket: string;
@@ -351,7 +360,7 @@ class S3Store implements ObjectStore {
     return `bytes=${range.start}-${range.end ?? ''}`;
   }
 
-  async get(key: string, range?: ByteRange): Promise<Uint8Array> {
+  async get(key: string, range?: ByteRange, options?: GetOptions): Promise<Uint8Array> {
     const full = this.#full(key);
     checkRange(range, key, this.description);
     try {
@@ -360,7 +369,13 @@ class S3Store implements ObjectStore {
         new GetObjectCommand({ Bucket: this.#bucket, Key: full, ...(Range === undefined ? {} : { Range }) }),
       );
       if (out.Body === undefined) return new Uint8Array(0);
-      return await out.Body.transformToByteArray();
+      const bytes = await out.Body.transformToByteArray();
+      // The SDK has buffered the body already: copying into the caller's buffer saves no
+      // allocation here, but keeps the contract (a view of `into` whenever the bytes fit).
+      const into = options?.into;
+      if (into === undefined || into.byteLength < bytes.byteLength) return bytes;
+      into.set(bytes);
+      return into.subarray(0, bytes.byteLength);
     } catch (err) {
       throw this.#fail(err, 'get', key);
     }

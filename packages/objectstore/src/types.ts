@@ -44,6 +44,21 @@ export interface ByteRange {
   end?: number;
 }
 
+/** Options of `get`. */
+export interface GetOptions {
+  /**
+   * A buffer to read the bytes into, so a caller reading many large objects (the archive reader's
+   * shards) reuses its own buffers instead of receiving a fresh allocation per object. When the
+   * object (or range) fits, `get` returns a view of `into` starting at offset 0; when it does not,
+   * `into` is left untouched and a fresh buffer is returned, so callers must use the returned view,
+   * never assume the bytes are in `into`. The fs driver reads straight into it; the S3 driver copies
+   * the received body into it (the SDK has already buffered the body, so S3 saves no allocation).
+   * `into` must not be read or written by anyone else until `get` settles; on failure its contents
+   * are unspecified.
+   */
+  into?: Uint8Array;
+}
+
 export interface ListOptions {
   /** Opaque cursor from the previous page. */
   cursor?: string;
@@ -56,8 +71,11 @@ export interface ObjectStore {
   readonly description: string;
   /** Stores `body` under `key`; atomic on fs (readers see the old or the new object, never a part). */
   put(key: string, body: Body, options?: PutOptions): Promise<{ etag?: string }>;
-  /** Reads the whole object or a range; ERR_OBJECTSTORE_NOT_FOUND when absent. */
-  get(key: string, range?: ByteRange): Promise<Uint8Array>;
+  /**
+   * Reads the whole object or a range; ERR_OBJECTSTORE_NOT_FOUND when absent. With `options.into`,
+   * returns a view of that buffer when the bytes fit (see GetOptions).
+   */
+  get(key: string, range?: ByteRange, options?: GetOptions): Promise<Uint8Array>;
   /** Streams the object or a range; ERR_OBJECTSTORE_NOT_FOUND (thrown by the returned promise) when absent. */
   getStream(key: string, range?: ByteRange): Promise<AsyncIterable<Uint8Array>>;
   /** The object's metadata, or null when absent. */

@@ -132,6 +132,33 @@ export function storeContract(
     t.equal((await store.list('unicode/')).objects[0]?.key, odd, 'unicode key listed as written');
   });
 
+  t.test(`${name}: get into a caller's buffer`, async (t) => {
+    const store = await open(t);
+    await store.put('into/a', enc('hello, world'));
+    const into = new Uint8Array(64).fill(7);
+    const whole = await store.get('into/a', undefined, { into });
+    t.equal(whole.buffer, into.buffer, 'a view of the caller buffer when it fits');
+    t.equal(whole.byteOffset, into.byteOffset, 'from its start');
+    t.equal(dec(whole), 'hello, world', 'the bytes');
+    t.equal(into[12], 7, 'nothing written past the object');
+    const inner = into.subarray(8, 16);
+    const ranged = await store.get('into/a', { start: 7 }, { into: inner });
+    t.equal(ranged.buffer, into.buffer, 'a range into a view');
+    t.equal(ranged.byteOffset, 8, 'at the view offset');
+    t.equal(dec(ranged), 'world', 'range bytes');
+    const small = new Uint8Array(4).fill(9);
+    const fresh = await store.get('into/a', undefined, { into: small });
+    t.not(fresh.buffer, small.buffer, 'a fresh buffer when it does not fit');
+    t.equal(dec(fresh), 'hello, world', 'whole bytes then');
+    t.same([...small], [9, 9, 9, 9], 'the small buffer untouched');
+    await expectCode(
+      t,
+      store.get('into/absent', undefined, { into }),
+      'ERR_OBJECTSTORE_NOT_FOUND',
+      'absent with into',
+    );
+  });
+
   t.test(`${name}: list order, prefixes and pagination`, async (t) => {
     const store = await open(t);
     const keys: string[] = [];

@@ -154,9 +154,9 @@ export function faultyStore(id: string, store: ObjectStore, faults: FaultRegistr
       check('put', key);
       return store.put(key, body, options);
     },
-    async get(key, range) {
+    async get(key, range, options) {
       check('get', key);
-      return store.get(key, range);
+      return store.get(key, range, options);
     },
     async getStream(key, range) {
       check('get', key);

@@ -67,7 +67,12 @@ export interface OpenMessage {
   digest: Uint8Array | null;
   /** When given, the frame's plaintext length must equal it. */
   plainLength: number | null;
-  /** A spare buffer to decrypt into (see SealMessage.out). */
+  /**
+   * A spare buffer to decrypt into (see SealMessage.out). It may start where `frame` starts (the
+   * reader opens a shard in the pool buffer it was read into): each piece's plaintext is written 32
+   * bytes (the header) before the ciphertext it came from, after that ciphertext was consumed, and
+   * the header and tag are copied into the decipher before the first write.
+   */
   out: Uint8Array | null;
 }
 

@@ -99,7 +99,9 @@ interface Slot {
 
 /**
  * Buffers that can move to the worker without copying: large, and the view covers all of it.
- * SharedArrayBuffers (the writer's and verifier's pools) are shared, never moved.
+ * SharedArrayBuffers (the writer's and verifier's pools) are shared, never moved; nor is a buffer
+ * two of the views lie in (a frame read into the pool buffer it is opened into): that is the
+ * caller's pool buffer, which must not be detached.
  */
 function transferable(...views: (Uint8Array | null)[]): ArrayBuffer[] {
   const out: ArrayBuffer[] = [];
@@ -107,7 +109,8 @@ function transferable(...views: (Uint8Array | null)[]): ArrayBuffer[] {
     if (u === null) continue;
     const b = u.buffer;
     const whole = u.byteOffset === 0 && u.byteLength === b.byteLength;
-    if (b instanceof ArrayBuffer && whole && b.byteLength >= 65536 && !out.includes(b)) out.push(b);
+    const alone = views.every((v) => v === u || v === null || v.buffer !== b);
+    if (b instanceof ArrayBuffer && whole && alone && b.byteLength >= 65536 && !out.includes(b)) out.push(b);
   }
   return out;
 }

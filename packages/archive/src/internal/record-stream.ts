@@ -30,8 +30,12 @@ import { BEGIN, END, type HashDigest, recordHasher } from './record-hash.ts';
 /** What the pipeline needs from the run's reader (reader.ts's ShardSource). */
 export interface ShardOpener {
   readonly codec: FrameCodec;
-  /** Fetches shard `i`, checks its digest, opens it into `out`; throws the shard's error. */
-  openInto(i: number, out: Uint8Array | null): Promise<Uint8Array>;
+  /**
+   * Fetches shard `i` into `buf` (a whole pool buffer, or null for a fresh one), checks its digest
+   * and opens it in place; returns the plaintext (a view of `buf` from offset 0); throws the shard's
+   * error.
+   */
+  openInto(i: number, buf: Uint8Array | null): Promise<Uint8Array>;
   /** Records shard `i` as verified (once). */
   markVerified(i: number): void;
 }
@@ -135,7 +139,7 @@ export async function* readRecordsPipelined(
   const startOpen = () => {
     const index = needed[nextOpen++]!;
     const buf = pool.acquire();
-    const plain = buf.then((b) => shards.openInto(index, b.subarray(0, doc.shards[index]!.plainSize)));
+    const plain = buf.then((b) => shards.openInto(index, b));
     plain.catch(() => undefined);
     opening.push({ index, buf, plain });
   };

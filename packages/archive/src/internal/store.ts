@@ -40,10 +40,17 @@ export async function putObject(
   }
 }
 
-/** The whole object, or null when it does not exist. */
-export async function getObject(store: ObjectStore, key: string): Promise<Uint8Array | null> {
+/**
+ * The whole object, or null when it does not exist. With `into`, a view of it when the object fits
+ * (else a fresh buffer: use the returned view).
+ */
+export async function getObject(
+  store: ObjectStore,
+  key: string,
+  into?: Uint8Array,
+): Promise<Uint8Array | null> {
   try {
-    return await store.get(key);
+    return await (into === undefined ? store.get(key) : store.get(key, undefined, { into }));
   } catch (e) {
     if (isNotFound(e)) return null;
     throw destinationError(e, key);
