@@ -2,25 +2,13 @@
 // re-executes itself once with them, keeping its process id; an operator's own value is kept.
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { tempDir } from '@coffer/testkit';
 import t, { type Test } from 'tap';
 import { ENGINE_NODE_FLAGS, missingNodeEnv, missingNodeFlags } from '../src/node-flags.ts';
-import { ADMIN_TOKEN } from './helpers/engine.ts';
+import { ADMIN_TOKEN, freePort } from './helpers/engine.ts';
 
 const MAIN = join(import.meta.dirname, '..', 'dist', 'main.js');
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-    s.on('error', reject);
-  });
-}
 
 t.test(
   'missing settings: flags by name, from the command line or NODE_OPTIONS; env when unset',

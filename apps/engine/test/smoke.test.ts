@@ -2,24 +2,12 @@
 // by environment variables, on a free loopback port, and exercises it over real HTTP.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { tempDir } from '@coffer/testkit';
 import t from 'tap';
-import { ADMIN_TOKEN, bearer, http } from './helpers/engine.ts';
+import { ADMIN_TOKEN, bearer, freePort, http } from './helpers/engine.ts';
 
 const MAIN = join(import.meta.dirname, '..', 'dist', 'main.js');
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-    s.on('error', reject);
-  });
-}
 
 async function waitReady(url: string, child: ChildProcess): Promise<void> {
   for (let i = 0; i < 600; i++) {

@@ -4,6 +4,7 @@
  * over the global fetch that returns status, headers and text.
  */
 
+import { createServer } from 'node:net';
 import { Writable } from 'node:stream';
 import { tempDir } from '@coffer/testkit';
 import type { FastifyInstance } from 'fastify';
@@ -72,3 +73,15 @@ export async function http(
 }
 
 export const bearer = (token = ADMIN_TOKEN) => ({ authorization: `Bearer ${token}` });
+
+/** A loopback TCP port free right now (for engines started as separate processes). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+    s.on('error', reject);
+  });
+}

@@ -78,3 +78,29 @@ export async function startKeySet(pki: TestPki): Promise<KeySetServer> {
       }),
   };
 }
+
+/** The state store's role assignment, as much of it as these helpers use. */
+interface RoleAssigner {
+  roles: {
+    assign(a: { subject: string; role: string; email: string; grantedBy: null }): Promise<unknown>;
+  };
+}
+
+/** Grants each `[sub, role]` to the perimeter subject `ISSUER#sub` (email `sub@example.com`). */
+export async function grantRoles(state: RoleAssigner, grants: ReadonlyArray<readonly [string, string]>) {
+  for (const [sub, role] of grants) {
+    await state.roles.assign({
+      subject: `${ISSUER}#${sub}`,
+      role,
+      email: `${sub}@example.com`,
+      grantedBy: null,
+    });
+  }
+}
+
+/** Request headers carrying a fresh perimeter assertion for `sub`. */
+export function callerHeaders(keySet: KeySetServer): (sub: string) => Promise<Record<string, string>> {
+  return async (sub) => ({
+    'perimeter-access-jwt-assertion': await keySet.sign({ sub, email: `${sub}@example.com` }),
+  });
+}

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { tempDir } from '@coffer/testkit';
 import t from 'tap';
 import { bearer } from '../helpers/engine.ts';
-import { AUDIENCE, ISSUER, startKeySet, TEAM_DOMAIN } from '../helpers/perimeter.ts';
+import { AUDIENCE, callerHeaders, grantRoles, startKeySet, TEAM_DOMAIN } from '../helpers/perimeter.ts';
 import { makePki } from '../helpers/tls.ts';
 import { restoreWorld } from './helpers.ts';
 
@@ -35,19 +35,11 @@ const w = await restoreWorld(
   },
 );
 const state = w.e.app.engine.state;
-for (const [sub, role] of [
+await grantRoles(state, [
   ['alice', 'restore-operator'],
   ['bob', 'approver'],
-] as const)
-  await state.roles.assign({
-    subject: `${ISSUER}#${sub}`,
-    role,
-    email: `${sub}@example.com`,
-    grantedBy: null,
-  });
-const as = async (sub: string) => ({
-  'perimeter-access-jwt-assertion': await keySet.sign({ sub, email: `${sub}@example.com` }),
-});
+]);
+const as = callerHeaders(keySet);
 
 const src = join(tempDir(t, 'coffer-approval-src-'), 'tree');
 mkdirSync(join(src, 'docs'), { recursive: true });

@@ -17,7 +17,7 @@ import { existsSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from '
 import { join } from 'node:path';
 import { tempDir } from '@coffer/testkit';
 import t from 'tap';
-import { AUDIENCE, ISSUER, startKeySet, TEAM_DOMAIN } from '../helpers/perimeter.ts';
+import { AUDIENCE, callerHeaders, grantRoles, startKeySet, TEAM_DOMAIN } from '../helpers/perimeter.ts';
 import { makePki } from '../helpers/tls.ts';
 import { restoreWorld } from './helpers.ts';
 
@@ -35,16 +35,11 @@ const w = await restoreWorld(
 );
 const state = w.e.app.engine.state;
 // Each test spends its own caller's budget of LIMIT mutations.
-for (const sub of ['alice', 'frank', 'gina'])
-  await state.roles.assign({
-    subject: `${ISSUER}#${sub}`,
-    role: 'restore-operator',
-    email: `${sub}@example.com`,
-    grantedBy: null,
-  });
-const as = async (sub: string) => ({
-  'perimeter-access-jwt-assertion': await keySet.sign({ sub, email: `${sub}@example.com` }),
-});
+await grantRoles(
+  state,
+  ['alice', 'frank', 'gina'].map((sub) => [sub, 'restore-operator'] as const),
+);
+const as = callerHeaders(keySet);
 const src = join(tempDir(t, 'coffer-gates-src-'), 'tree');
 mkdirSync(join(src, 'docs'), { recursive: true });
 writeFileSync(join(src, 'a.txt'), 'alpha\n');

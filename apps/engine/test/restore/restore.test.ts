@@ -12,7 +12,7 @@ import { encodeKeyFile, generateRecipient } from '@coffer/crypto';
 import { tempDir } from '@coffer/testkit';
 import t from 'tap';
 import { bearer, http, startEngine } from '../helpers/engine.ts';
-import { AUDIENCE, ISSUER, startKeySet, TEAM_DOMAIN } from '../helpers/perimeter.ts';
+import { AUDIENCE, callerHeaders, grantRoles, startKeySet, TEAM_DOMAIN } from '../helpers/perimeter.ts';
 import { makePki } from '../helpers/tls.ts';
 
 const root = tempDir(t, 'coffer-restore-e2e-');
@@ -47,19 +47,11 @@ const e = await startEngine(
   },
 );
 const state = e.app.engine.state;
-for (const [sub, role] of [
+await grantRoles(state, [
   ['alice', 'restore-operator'],
   ['bob', 'approver'],
-] as const)
-  await state.roles.assign({
-    subject: `${ISSUER}#${sub}`,
-    role,
-    email: `${sub}@example.com`,
-    grantedBy: null,
-  });
-const as = async (sub: string) => ({
-  'perimeter-access-jwt-assertion': await keySet.sign({ sub, email: `${sub}@example.com` }),
-});
+]);
+const as = callerHeaders(keySet);
 const post = async (path: string, who: Record<string, string>, body: unknown) =>
   http(`${e.url}/admin${path}`, { headers: who, body });
 const get = async (path: string, who: Record<string, string>) =>
