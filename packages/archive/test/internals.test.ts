@@ -2,16 +2,12 @@
  * Internal components of the sealing and verifying pipelines: the buffer pool (back-pressure,
  * ownership, the process-wide cache), the record-hash service (on its thread and inline, records
  * spanning buffers, prefix digests), the direct index-line builder (byte-identical to the generic
- * RFC 8785 canonicalizer), the codec's zstd output (the same frame as zstdCompressSync), and the
- * verdict of the pipelined verifier.
+ * RFC 8785 canonicalizer), and the verdict of the pipelined verifier.
  */
-import * as nodeCrypto from 'node:crypto';
 import { createHash } from 'node:crypto';
-import * as zlib from 'node:zlib';
 import t from 'tap';
 import { createArchiveWriter, verifyRun } from '../src/index.ts';
 import { BufferPool, spareBuffers } from '../src/internal/buffer-pool.ts';
-import { codecCore } from '../src/internal/codec-core.ts';
 import { canonicalEntryLine, type EntryFields, entryLine } from '../src/internal/index-codec.ts';
 import { BEGIN, END, PREFIX, recordHasher } from '../src/internal/record-hash.ts';
 import { fsStore, keys, pseudoRandom, writerOptions } from './helpers.ts';
@@ -125,54 +121,6 @@ for (const offThread of [true, false]) {
     },
   );
 }
-
-t.test(
-  'codec: zstd into the reused output buffer makes the zstdCompressSync frame (same length, opens)',
-  async (t) => {
-    // Text that compresses, in shards of two sizes so the kept buffer is reused and regrown.
-    const line = (i: number) =>
-      `2025-01-01T00:00:${String(i % 60).padStart(2, '0')}Z INFO req=${i * 7919} ok\n`;
-    const text = Buffer.from(Array.from({ length: 60000 }, (_, i) => line(i)).join(''));
-    const key = new Uint8Array(32).fill(3);
-    const binding = new Uint8Array([1, 97, 1, 98]);
-    const runTag = new Uint8Array(12);
-    for (const keep of [true, false]) {
-      const core = codecCore(nodeCrypto, zlib, keep);
-      for (const [seq, plain] of [text.subarray(0, 300000), text, text.subarray(1000, 200000)].entries()) {
-        const r = core.sealFrame({
-          domain: 0,
-          seq,
-          final: false,
-          plain,
-          compress: true,
-          key,
-          binding,
-          runTag,
-          out: null,
-        });
-        t.ok(r.zstd, 'compressed');
-        const opened = core.openFrame({
-          domain: 0,
-          seq,
-          final: false,
-          frame: r.frame,
-          key,
-          binding,
-          runTag,
-          digest: r.digest,
-          plainLength: plain.length,
-          out: null,
-        });
-        t.ok(opened.ok && Buffer.from(opened.plain).equals(plain), 'opens to the plaintext');
-        const stored = Buffer.from(r.frame).readUInt32BE(16);
-        const expected = zlib.zstdCompressSync(plain, {
-          params: { [zlib.constants.ZSTD_c_compressionLevel]: 1 },
-        });
-        t.equal(stored, expected.length, 'same zstd frame length as zstdCompressSync');
-      }
-    }
-  },
-);
 
 t.test('record hasher on its thread refuses an unshared buffer', async (t) => {
   const hasher = recordHasher(true);

@@ -96,11 +96,7 @@ export interface CodecCore {
   ): Uint8Array;
 }
 
-/**
- * `keepScratch`: keep the zstd output buffer between frames (a codec worker, which seals one shard
- * after another); the calling thread seals a frame now and then and frees it after each one.
- */
-export function codecCore(crypto: typeof NodeCrypto, zlib: typeof NodeZlib, keepScratch = false): CodecCore {
+export function codecCore(crypto: typeof NodeCrypto, zlib: typeof NodeZlib): CodecCore {
   const HEADER = 32;
   const TAG = 16;
   const MAGICS = [
@@ -112,56 +108,14 @@ export function codecCore(crypto: typeof NodeCrypto, zlib: typeof NodeZlib, keep
   const SAMPLE = 16 * 1024;
   const SAMPLES = 8;
   const level = { [zlib.constants.ZSTD_c_compressionLevel]: 1 };
-  // zstd's bound on its output for an input of n bytes, rounded up.
+  // Compresses into ONE output chunk that can hold any result (zstd's bound), so node:zlib neither
+  // glues many small chunks together nor leaves them as garbage: the caller frees that one chunk
+  // as soon as it is copied. Pages of the chunk past the output are never touched (not resident).
   function bound(n: number): number {
     return n + (n >>> 8) + 1024;
   }
-  // zstd output goes into ONE buffer per thread, reused for every frame: a fresh output buffer per
-  // shard (what zstdCompressSync allocates) is 8 MiB of malloc per shard, which glibc keeps in its
-  // arenas once its mmap threshold has grown (tens of MiB of RSS), and a page fault per 4 KiB when
-  // it does not. node:zlib has no public call that compresses into a given buffer, so this drives
-  // the ZstdCompress object's native handle the way zstdCompressSync does (one writeSync with
-  // ZSTD_e_end over the whole input: the same frame, byte for byte); where that handle is missing
-  // (another runtime) it falls back to zstdCompressSync. A handle is made per call: reset() would
-  // also drop the parameters.
-  let zout: Buffer | null = null;
-  type ZstdHandle = {
-    writeSync(
-      flush: number,
-      i: Uint8Array,
-      io: number,
-      il: number,
-      o: Uint8Array,
-      oo: number,
-      ol: number,
-    ): void;
-  };
-  function zstd(input: Uint8Array): Uint8Array {
-    const need = bound(input.length);
-    const z = new zlib.ZstdCompress({ params: level }) as unknown as {
-      _handle?: ZstdHandle;
-      _writeState?: Uint32Array;
-      close(): void;
-    };
-    const handle = z._handle;
-    const state = z._writeState;
-    if (handle === undefined || typeof handle.writeSync !== 'function' || !(state instanceof Uint32Array)) {
-      z.close();
-      return zlib.zstdCompressSync(input, { params: level, chunkSize: need });
-    }
-    if (zout === null || zout.length < need) {
-      if (zout !== null) drop(zout);
-      zout = Buffer.allocUnsafeSlow(need);
-    }
-    try {
-      handle.writeSync(zlib.constants.ZSTD_e_end, input, 0, input.length, zout, 0, need);
-    } finally {
-      z.close();
-    }
-    // state = [output space left, input left]: all input consumed and room left means the frame ended.
-    if (state[1] !== 0 || state[0] === 0)
-      return zlib.zstdCompressSync(input, { params: level, chunkSize: need });
-    return zout.subarray(0, need - state[0]!);
+  function zstd(input: Uint8Array): Buffer {
+    return zlib.zstdCompressSync(input, { params: level, chunkSize: bound(input.length) });
   }
   let sampleBuf: Buffer | null = null;
   // Scratch for a compressed payload being decrypted (reused: see SealMessage.out).
@@ -221,10 +175,15 @@ export function codecCore(crypto: typeof NodeCrypto, zlib: typeof NodeZlib, keep
       if (sampleBuf === null) sampleBuf = Buffer.allocUnsafeSlow(SAMPLE * SAMPLES);
       for (let i = 0; i < SAMPLES; i++)
         sampleBuf.set(plain.subarray(i * step, i * step + SAMPLE), i * SAMPLE);
-      if (zstd(sampleBuf).length > sampleBuf.length * 0.9) return null;
+      const est = zstd(sampleBuf);
+      const skip = est.length > sampleBuf.length * 0.9;
+      drop(est, bound(sampleBuf.length));
+      if (skip) return null;
     }
     const out = zstd(plain);
-    return out.length <= plain.length - (plain.length >>> 5) ? out : null;
+    if (out.length <= plain.length - (plain.length >>> 5)) return out;
+    drop(out, bound(plain.length));
+    return null;
   }
 
   function sealFrame(m: SealMessage): SealResult {
@@ -261,10 +220,7 @@ export function codecCore(crypto: typeof NodeCrypto, zlib: typeof NodeZlib, keep
     const tail = Buffer.concat([cipher.final(), cipher.getAuthTag()]);
     hash.update(tail);
     frame.set(tail, o);
-    if (!keepScratch && zout !== null) {
-      drop(zout);
-      zout = null;
-    }
+    if (packed !== null) drop(packed, bound(m.plain.length));
     return { frame, digest: hash.digest(), zstd: packed !== null };
   }
 

@@ -40,7 +40,7 @@ export const inlineCodec: FrameCodec = {
 
 const WORKER_SOURCE = `'use strict';
 const { parentPort } = require('node:worker_threads');
-const core = (${codecCore.toString()})(require('node:crypto'), require('node:zlib'), true);
+const core = (${codecCore.toString()})(require('node:crypto'), require('node:zlib'));
 // Results written into the caller's shared buffer (\`out\`) travel back as a length only; anything
 // else is transferred when it owns its whole ArrayBuffer, else copied.
 function inOut(u, out) {
