@@ -6,7 +6,15 @@
  * commit point), then `_RECOVERY/`. Nothing is signed unless every shard was listed back.
  */
 import { createHash } from 'node:crypto';
-import { canonicalJsonBytes, fingerprint, formatDigest, sha384, sign, toBase64Url } from '@coffer/crypto';
+import {
+  canonicalJsonBytes,
+  type Digest,
+  fingerprint,
+  formatDigest,
+  sha384,
+  sign,
+  toBase64Url,
+} from '@coffer/crypto';
 import { ArchiveError } from '../errors.ts';
 import { layout } from '../layout.ts';
 import { writeRecoveryFiles } from '../recovery.ts';
@@ -17,7 +25,7 @@ import {
   type ManifestShard,
   type RunSummary,
 } from '../types.ts';
-import { inlineCodec } from './codec-pool.ts';
+import { core } from './codec-pool.ts';
 import { headerLine, indexChunks } from './index-codec.ts';
 import { MANIFEST_SIGNATURE_CONTEXT, SIGNATURE_FORMAT, type SignatureDocument } from './manifest.ts';
 import { deleteObject, listObjects, putObject } from './store.ts';
@@ -36,6 +44,45 @@ export interface CommitInput {
   /** lp(job) || lp(runId). */
   binding: Uint8Array;
   runTag: Uint8Array;
+  /** The record index, sealed (sealIndex). */
+  index: SealedIndex;
+}
+
+export interface SealedIndex {
+  /** index.bin: the frames one after the other. */
+  bytes: Uint8Array;
+  size: number;
+  digest: Digest;
+  chunks: number;
+}
+
+/** Seals the record index (index.bin) of `lines`, on the calling thread. */
+export function sealIndex(
+  cfg: WriterConfig,
+  lines: readonly string[],
+  binding: Uint8Array,
+  runTag: Uint8Array,
+): SealedIndex {
+  const chunks = indexChunks([headerLine(cfg.job, cfg.runId, lines.length), ...lines]);
+  const frames: Uint8Array[] = [];
+  const hash = createHash('sha384');
+  for (let i = 0; i < chunks.length; i++) {
+    const r = core.sealFrame({
+      domain: 1,
+      seq: i,
+      final: i === chunks.length - 1,
+      plain: chunks[i]!,
+      compress: cfg.compress,
+      key: cfg.dataKey,
+      binding,
+      runTag,
+      out: null,
+    });
+    hash.update(r.frame);
+    frames.push(r.frame);
+  }
+  const bytes = Buffer.concat(frames);
+  return { bytes, size: bytes.length, digest: formatDigest(hash.digest()), chunks: frames.length };
 }
 
 /** Commits a run whose shards are all stored. Returns its summary; throws ArchiveError. */
@@ -77,32 +124,16 @@ export async function commitRun(c: CommitInput): Promise<RunSummary> {
   }
   for (const key of found.keys()) await deleteObject(store, key);
 
-  // The record index.
+  // The record index (sealed by the caller while the last shards were stored) goes to the store
+  // while the manifest is signed: only the manifest must come after it.
   const indexKey = layout.index(job, runId);
-  const chunks = indexChunks([headerLine(job, runId, c.lines.length), ...c.lines]);
-  const frames: Uint8Array[] = [];
-  const indexHash = createHash('sha384');
-  for (let i = 0; i < chunks.length; i++) {
-    const r = await inlineCodec.seal({
-      domain: 1,
-      seq: i,
-      final: i === chunks.length - 1,
-      plain: chunks[i]!,
-      compress: c.cfg.compress,
-      key: c.cfg.dataKey,
-      binding: c.binding,
-      runTag: c.runTag,
-      out: null,
-    });
-    indexHash.update(r.frame);
-    frames.push(r.frame);
-  }
-  const indexSize = frames.reduce((a, f) => a + f.length, 0);
-  const indexDigest = formatDigest(indexHash.digest());
-  await putObject(store, indexKey, Buffer.concat(frames), {
+  const indexSize = c.index.size;
+  const indexDigest = c.index.digest;
+  const indexStored = putObject(store, indexKey, c.index.bytes, {
     contentLength: indexSize,
     contentType: 'application/octet-stream',
   });
+  indexStored.catch(() => undefined);
 
   // The signed root manifest; manifest.json is written last and is the commit point.
   const sealedAt = c.cfg.now().toISOString();
@@ -122,7 +153,7 @@ export async function commitRun(c: CommitInput): Promise<RunSummary> {
     recipients: c.cfg.recipients,
     shardSize: c.cfg.shardSize,
     shards,
-    index: { size: indexSize, sha384: indexDigest, chunks: frames.length },
+    index: { size: indexSize, sha384: indexDigest, chunks: c.index.chunks },
     totals: { records: c.lines.length, bytes },
   };
   const manifestBytes = canonicalJsonBytes(doc);
@@ -137,10 +168,15 @@ export async function commitRun(c: CommitInput): Promise<RunSummary> {
     signature: toBase64Url(signature),
   };
   const sigBytes = canonicalJsonBytes(sigDoc);
-  await putObject(store, layout.signature(job, runId), sigBytes, {
-    contentLength: sigBytes.length,
-    contentType: 'application/json',
-  });
+  const stored = await Promise.allSettled([
+    indexStored,
+    putObject(store, layout.signature(job, runId), sigBytes, {
+      contentLength: sigBytes.length,
+      contentType: 'application/json',
+    }),
+  ]);
+  // The index's failure first, as when the two were stored one after the other.
+  for (const r of stored) if (r.status === 'rejected') throw r.reason;
   const manifestKey = layout.manifest(job, runId);
   await putObject(store, manifestKey, manifestBytes, {
     contentLength: manifestBytes.length,

@@ -29,7 +29,7 @@ import { type FrameCodec, inlineCodec } from './codec-pool.ts';
 import { entryLine } from './index-codec.ts';
 import { BEGIN, END, PREFIX, type RecordHasher, recordHasher } from './record-hash.ts';
 import { runBinding, runTag } from './run-binding.ts';
-import { commitRun } from './run-commit.ts';
+import { commitRun, sealIndex } from './run-commit.ts';
 import { putObject } from './store.ts';
 import type { WriterConfig } from './writer-config.ts';
 import { bodyChunks, checkBody, checkMetadata, checkName, internal, invalid } from './writer-input.ts';
@@ -416,7 +416,8 @@ export class RunWriter implements ArchiveWriter {
     this.inFlight.push(job);
     // At most `workers + STORE_AHEAD` shards are not yet durable when this returns (being sealed or
     // stored). That bounds memory; exportCheckpoint waits for them, so checkpoints stay fresh.
-    while (this.inFlight.length > (final ? 0 : this.maxPending)) {
+    // (The final flush does not wait: seal() does, sealing the index meanwhile.)
+    while (!final && this.inFlight.length > this.maxPending) {
       await this.inFlight.shift()!.catch(() => undefined);
       if (this.failure !== null) throw this.failure;
     }
@@ -565,6 +566,9 @@ export class RunWriter implements ArchiveWriter {
 
   private async seal(): Promise<RunSummary> {
     await this.flush(true);
+    // Every record is in: the index is sealed on this thread while the last shards are sealed and
+    // stored (it is stored only once every shard is listed back).
+    const index = sealIndex(this.cfg, this.lines, this.binding, this.tag);
     for (const p of this.inFlight) await p.catch(() => undefined);
     this.inFlight = [];
     this.releasePools();
@@ -580,6 +584,7 @@ export class RunWriter implements ArchiveWriter {
       lines: this.lines,
       binding: this.binding,
       runTag: this.tag,
+      index,
     });
   }
 }
