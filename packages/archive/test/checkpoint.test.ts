@@ -229,3 +229,33 @@ t.test('writer misuse and sealed runs', async (t) => {
   });
   await t.rejects(w.finish(), { code: 'ERR_ARCHIVE_INVALID_STATE' });
 });
+
+t.test(
+  'finish: a failed index or signature put commits nothing (no manifest), index failure named first',
+  async (t) => {
+    const k = keys();
+    for (const failing of [['index.bin'], ['manifest.sig'], ['index.bin', 'manifest.sig']]) {
+      const { store } = fsStore(t);
+      const put: typeof store.put = (key, body, options) =>
+        failing.some((f) => key.endsWith(`/${f}`))
+          ? Promise.reject(Object.assign(new Error(`no ${key}`), { code: 'ERR_OBJECTSTORE_UNAVAILABLE' }))
+          : store.put(key, body, options);
+      const flaky = new Proxy(store, {
+        get(target, prop) {
+          if (prop === 'put') return put;
+          const v = Reflect.get(target, prop, target) as unknown;
+          return typeof v === 'function' ? v.bind(target) : v;
+        },
+      });
+      const w = await createArchiveWriter(writerOptions(flaky, k, { shardSize: 64 * 1024 }));
+      for (const r of records()) await w.addRecord(r);
+      const err = await w.finish().then(
+        () => null,
+        (e: unknown) => e as { code?: string; object?: string },
+      );
+      t.equal(err?.code, 'ERR_ARCHIVE_DESTINATION', `${failing.join(' + ')} failing`);
+      t.ok(err?.object?.endsWith(`/${failing[0]}`), `names ${failing[0]}`);
+      t.equal(await store.head('jobs/job-a/runs/run-0001/manifest.json'), null, 'no manifest stored');
+    }
+  },
+);
