@@ -44,6 +44,7 @@ import { availableParallelism } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { ensureDataSet } from './archive-dataset.mjs';
+import { machineNotes } from './lib/machine.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 // Benchmark knobs (documented above); read through one alias, they are not build inputs for turbo.
@@ -423,6 +424,7 @@ async function main() {
   ];
   console.log('');
   for (const [k, v] of rows) console.log(`${k.padEnd(48)} ${v}`);
+  for (const line of machineNotes()) console.log(line);
   if (env.BENCH_RSS_DETAIL === '1') console.log('RSS near each phase peak (MiB):', JSON.stringify(breakdown));
   rmSync(destDir, { recursive: true, force: true });
   await writeFile(

@@ -28,6 +28,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { MIB, root, startEngine, warmDataSet } from './lib/engine-bench.mjs';
+import { machineNotes } from './lib/machine.mjs';
 
 // A copy, so the lint rule about turbo-cached environment reads (irrelevant to a benchmark) stays quiet.
 const given = { ...process.env };
@@ -199,6 +200,7 @@ console.log(
   `\nData set: ${files} files, ${(totalBytes / MIB).toFixed(0)} MiB = ${(totalBytes / 1024 ** 3).toFixed(2)} GiB (scale ${scale}; ${sourceDir})`,
 );
 console.log(`Medians of ${repeat} repetition(s); engine idle RSS before the runs ${idleRss.toFixed(0)} MiB`);
+for (const line of machineNotes()) console.log(line);
 console.log(fmt(first));
 console.log(fmt(secondFull));
 if (secondSkip) console.log(`${fmt(secondSkip)}  (unchangedFrom set: ${secondSkip.unchangedFrom !== null})`);

@@ -35,6 +35,7 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { MIB, root, startEngine, tally, warmDataSet } from './lib/engine-bench.mjs';
+import { machineNotes } from './lib/machine.mjs';
 
 const given = { ...process.env };
 const scale = given.BENCH_SCALE ?? '1';
@@ -259,6 +260,7 @@ console.log(
 console.log(
   `Medians of ${repeat} repetition(s), into an empty directory each time (restored trees removed ${removeBetween ? 'between restores' : 'after the last one'}); load average at the end ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')} on ${(await import('node:os')).availableParallelism()} CPUs`,
 );
+for (const line of machineNotes()) console.log(line);
 console.log(fmt(eng));
 const dir = summary(samples.direct);
 if (dir) console.log(fmt(dir));
