@@ -11,10 +11,11 @@ const read = (p) => {
 };
 
 /**
- * Lines describing the machine: CPUs and, when the kernel's DAMON runs a `pageout` scheme (seen
- * on this project's VMs: file pages not touched for about a minute are reclaimed even with
- * gigabytes free), a warning that data sets and repositories may be read from disk rather than
- * the page cache, for every tool alike, which makes throughput figures lower and noisier.
+ * Notes on the machine, one line each (none on most machines): for each running kdamond whose
+ * first context has a `pageout` scheme (seen on this project's VMs: file pages not touched for
+ * about a minute are reclaimed even with gigabytes free), a warning that data sets and
+ * repositories may be read from disk rather than the page cache, for every tool alike, which makes
+ * throughput figures lower and noisier. The CPU count is printed by each bench itself.
  */
 export function machineNotes() {
   const notes = [];
