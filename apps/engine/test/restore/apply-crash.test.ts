@@ -11,6 +11,7 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { encodeKeyFile, generateRecipient } from '@coffer/crypto';
 import { repoRoot, tempDir } from '@coffer/testkit';
+import Database from 'better-sqlite3';
 import t from 'tap';
 import { ADMIN_TOKEN, bearer, http, startEngine } from '../helpers/engine.ts';
 
@@ -76,15 +77,29 @@ t.test('SIGKILL mid-apply, restart: interrupted with its progress, resumed expli
   const apply = await api('/restore', { runId, confirm: true, target: { namespaceId: out } });
   t.equal(apply.status, 202, apply.text);
   const applyId = apply.json().applyId as string;
-  // Kill once at least one batch is recorded as written and the writes are still going.
-  let atKill: { recordedWritten: number; progress: { phase: string } } | null = null;
-  for (let i = 0; i < 5000 && atKill === null; i++) {
-    const s = (await api(`/restore/applies?id=${applyId}`)).json();
-    if (s.status !== 'running') throw new Error(`the apply finished before the kill (${s.status})`);
-    if (s.progress?.phase === 'write' && s.recordedWritten >= 200) {
+  // Kill once at least one batch is recorded as written and the writes are still going. Polling
+  // over HTTP raced the apply (on a loaded machine all 4,000 writes could land between two polls),
+  // so the engine is frozen (SIGSTOP) while the test reads the apply's row from the state file the
+  // engine itself persists, then let run again (SIGCONT) for a moment: the apply advances a little
+  // per look, and the kill comes while it is frozen mid-write.
+  const db = new Database(join(root, 'data', 'state.sqlite'), { readonly: true, fileMustExist: true });
+  t.teardown(() => db.close());
+  const rowOf = db.prepare<[string], { value: string }>('SELECT value FROM settings WHERE key = ?');
+  let atKill: { recordedWritten: number; status: string } | null = null;
+  for (let i = 0; i < 20_000 && atKill === null; i++) {
+    first.child.kill('SIGSTOP');
+    const raw = rowOf.get(`restore.apply.${applyId}`);
+    const s =
+      raw === undefined ? null : (JSON.parse(raw.value) as { recordedWritten: number; status: string });
+    if (s !== null && s.status !== 'running')
+      throw new Error(`the apply finished before the kill (${s.status})`);
+    if (s !== null && s.recordedWritten >= 200) {
       first.child.kill('SIGKILL');
       atKill = s;
-    } else await new Promise((r) => setTimeout(r, 10));
+    } else {
+      first.child.kill('SIGCONT');
+      await new Promise((r) => setTimeout(r, 2));
+    }
   }
   t.equal(await first.exit, 'SIGKILL', 'the engine was killed mid-apply');
   t.ok(atKill && atKill.recordedWritten < FILES, `killed with ${atKill?.recordedWritten} records recorded`);
@@ -143,7 +158,9 @@ t.test('a graceful stop mid-apply leaves it interrupted (resumable), never cance
   writeFileSync(join(root, 'bg.pub'), encodeKeyFile('recipient-public', bg.publicKey));
   const src = join(root, 'source');
   for (let d = 0; d < 20; d++) mkdirSync(join(src, `d${d}`), { recursive: true });
-  for (let i = 0; i < 3000; i++) writeFileSync(join(src, `d${i % 20}`, `f${i}.bin`), randomBytes(1024));
+  // Enough records that the write phase lasts far longer than one poll (the engine runs in this
+  // process: the polls are served between its records).
+  for (let i = 0; i < 6000; i++) writeFileSync(join(src, `d${i % 20}`, `f${i}.bin`), randomBytes(1024));
   const roots = join(root, 'roots');
   mkdirSync(roots);
   const env = {
@@ -164,7 +181,7 @@ t.test('a graceful stop mid-apply leaves it interrupted (resumable), never cance
     const s = (await api1(`/restore/applies?id=${applyId}`)).json();
     if (s.status !== 'running') throw new Error(`the apply finished before the stop (${s.status})`);
     if (s.progress?.phase === 'write') break;
-    await new Promise((r) => setTimeout(r, 5));
+    await new Promise((r) => setTimeout(r, 1));
   }
   await e1.app.close();
   const e2 = await startEngine(t, env);
