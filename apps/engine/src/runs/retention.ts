@@ -1,23 +1,67 @@
 /**
  * Retention: per job, `keepLast` N and/or `keepDays` D (a sealed run is kept when EITHER rule keeps
- * it; a job with neither keeps everything).
+ * it; a job with neither keeps everything). docs/runs.md "Retention" is normative.
+ *
+ * The latest good copy is decided from each destination itself, never from the state store's
+ * history ring alone: the ring holds 50 runs per job, so after 50 failed runs in a row, or on a
+ * fresh state database pointed at an existing destination (the disaster-recovery case), the ring
+ * no longer names the latest ok run, and a ring-based rule would let every old archive go.
  *
  * Algorithm, per job and for every destination of the job:
  *  1. list the job's sealed runs in the destination (manifests under `jobs/<job>/runs/`);
- *  2. order them newest first by start time (the run record's, else the run id's timestamp);
- *  3. keep the newest N, those started within D days, the job's latest `ok` run (never pruned,
- *     whatever the rules say), any run still in flight, and every archive that a retained `ok`
- *     run found its source unchanged from (`unchangedFrom`: that run's data lives there);
- *  4. prune the rest: the manifest first (the commit point, so a half-deleted run never looks
+ *  2. read every manifest whose run is not in flight and verify it under the engine's own signer
+ *     (bounded reads: a manifest or signature larger than its ceiling is a failure, not a load);
+ *  3. order them newest first by the signed start time;
+ *  4. establish the destination's latest verified ok run: the newest run, whose manifest verified,
+ *     that the state store records `ok` or does not know at all (adopted: a run the store lost is
+ *     counted as ok, the state of the store never outranks a signed archive), and whose index and
+ *     every shard are present at their sealed sizes;
+ *  5. when the listing, any manifest or the signature check fails, or no run qualifies in step 4,
+ *     prune NOTHING on that destination: the latest ok run cannot be established (reason recorded);
+ *  6. keep the newest N, those started within D days, the latest verified ok run, the state store's
+ *     latest ok run, any run in flight, every run pinned by a restore apply, a drill or a pending
+ *     restore approval (runs/pins.ts), and every archive a retained `ok` run or a pin points to
+ *     with `unchangedFrom`;
+ *  7. prune the rest: pins are read again right before each deletion (a restore that started
+ *     meanwhile wins), then the manifest (the commit point, so a half-deleted run never looks
  *     sealed), then every other object under the run's prefix;
- *  5. mark each pruned run's record (`prunedAt`, destination state `pruned`), which turns its
+ *  8. mark each pruned run's record (`prunedAt`, destination state `pruned`), which turns its
  *     successors' `prevRunIdStatus` into `pruned`.
- * A paused job stands down (nothing pruned; the caller records the stand-down).
+ * A paused job stands down (nothing pruned; the caller records the stand-down). The outcome per
+ * destination (latest verified ok run, adopted runs, kept, pruned, or the reason nothing was
+ * pruned) is recorded in the setting `retention.last.<job>`.
  */
-import { layout, listRuns } from '@coffer/archive';
+import { layout, listRuns, readRunManifest } from '@coffer/archive';
 import type { ObjectStore } from '@coffer/objectstore';
-import type { State } from '@coffer/state';
+import type { RunRecord, State } from '@coffer/state';
 import type { RunJob, RunLogger } from './executor.ts';
+import { activePins, type RetentionPin } from './pins.ts';
+
+/** Largest manifest read (about 400,000 shards); a larger one is refused, never loaded. */
+export const MANIFEST_READ_CEILING = 64 * 1024 * 1024;
+/** Largest signature envelope read (a hybrid signature is about 7 KB). */
+export const SIGNATURE_READ_CEILING = 64 * 1024;
+
+export const RETENTION_SETTING_PREFIX = 'retention.last.';
+
+/** Why a destination was not pruned (stable strings, docs/runs.md "Retention"). */
+export type RetentionBlock =
+  | 'listing-failed'
+  | 'manifest-unverified'
+  | 'no-verified-ok-run'
+  | 'run-unreadable'
+  | 'pins-unreadable';
+
+export interface DestinationRetention {
+  destination: string;
+  /** The latest verified ok run established from the destination, or null when blocked. */
+  latestOk: string | null;
+  /** Runs found in the destination that the state store does not know (counted, not deleted). */
+  adopted: string[];
+  kept: number;
+  pruned: string[];
+  blocked?: { reason: RetentionBlock; code?: string; runId?: string };
+}
 
 export interface PruneResult {
   job: string;
@@ -25,6 +69,17 @@ export interface PruneResult {
   kept: number;
   /** Destinations that could not be listed or cleaned (reason codes only). */
   errors: { destination: string; code: string }[];
+  /** Per destination: what was established, kept, adopted and pruned, or why nothing was. */
+  destinations: DestinationRetention[];
+}
+
+export interface PruneDeps {
+  state: State;
+  destinations: ReadonlyMap<string, ObjectStore>;
+  log: RunLogger;
+  now: () => Date;
+  /** The engine's signer public key: only manifests it signed count as this engine's runs. */
+  signerPublicKey: Uint8Array;
 }
 
 /** Start time encoded in an engine run id (`YYYYMMDDTHHMMSSmmmZ-xxxxxxxx`), or null. */
@@ -45,61 +100,229 @@ export async function deleteRunObjects(store: ObjectStore, job: string, runId: s
   return n;
 }
 
+class ReadTooLarge extends Error {
+  readonly code = 'ERR_RETENTION_OBJECT_TOO_LARGE';
+}
+
+/**
+ * The store as the manifest reader sees it: a whole-object read fetches at most the ceiling plus
+ * one byte, so a replaced manifest of gigabytes costs one bounded range read and a failure.
+ */
+function boundedReads(store: ObjectStore): ObjectStore {
+  const ceilingOf = (key: string) =>
+    key.endsWith('/manifest.sig') ? SIGNATURE_READ_CEILING : MANIFEST_READ_CEILING;
+  return new Proxy(store, {
+    get(target, prop, receiver) {
+      if (prop !== 'get') {
+        const v = Reflect.get(target, prop, receiver);
+        return typeof v === 'function' ? v.bind(target) : v;
+      }
+      return async (key: string, range?: { start: number; end?: number }, options?: object) => {
+        if (range !== undefined) return target.get(key, range, options);
+        const ceiling = ceilingOf(key);
+        const bytes = await target.get(key, { start: 0, end: ceiling }, options);
+        if (bytes.length > ceiling) throw new ReadTooLarge(`${key} exceeds ${ceiling} bytes`);
+        return bytes;
+      };
+    },
+  });
+}
+
+const codeOf = (err: unknown) => String((err as { code?: unknown }).code ?? 'ERR_UNKNOWN');
+
+const inFlight = (rec: RunRecord | undefined) => rec?.status === 'running' || rec?.status === 'parked';
+
+/** The archive an `ok` run's data lives in: its own, or the one it was found unchanged from. */
+function unchangedFrom(rec: RunRecord | undefined): string | null {
+  const from = (rec?.detail as { unchangedFrom?: unknown } | undefined)?.unchangedFrom;
+  return typeof from === 'string' ? from : null;
+}
+
+/** True when the run's index and every shard its manifest lists are present at their sealed sizes. */
+async function complete(
+  store: ObjectStore,
+  job: string,
+  runId: string,
+  doc: { shards: { size: number }[]; index: { size: number } },
+): Promise<boolean> {
+  const sizes = new Map<string, number>();
+  for await (const o of store.listAll(layout.runPrefix(job, runId))) sizes.set(o.key, o.size);
+  if (sizes.get(layout.index(job, runId)) !== doc.index.size) return false;
+  return doc.shards.every((s, i) => sizes.get(layout.shard(job, runId, i)) === s.size);
+}
+
 /** Applies the job's retention on every destination. Never throws for a store fault (reported). */
-export async function pruneJob(
-  deps: { state: State; destinations: ReadonlyMap<string, ObjectStore>; log: RunLogger; now: () => Date },
-  job: RunJob,
-): Promise<PruneResult> {
-  const result: PruneResult = { job: job.id, pruned: [], kept: 0, errors: [] };
+export async function pruneJob(deps: PruneDeps, job: RunJob): Promise<PruneResult> {
+  const result: PruneResult = { job: job.id, pruned: [], kept: 0, errors: [], destinations: [] };
   const keepLast = job.retention?.keepLast;
   const keepDays = job.retention?.keepDays;
   if (keepLast === undefined && keepDays === undefined) return result;
-  const ring = await deps.state.runs.listForJob(job.id);
+  const destIds = job.destinations && job.destinations.length > 0 ? job.destinations : ['default'];
+
+  let ring: RunRecord[];
+  let stateLatestOk: RunRecord | null;
+  let pins: RetentionPin[];
+  try {
+    ring = await deps.state.runs.listForJob(job.id);
+    stateLatestOk = await deps.state.runs.latestOk(job.id);
+    pins = await activePins(deps.state.settings, deps.now());
+  } catch (err) {
+    // Without the ring or the pins nothing can be kept safely: prune nothing anywhere.
+    for (const destination of destIds) {
+      result.errors.push({ destination, code: codeOf(err) });
+      result.destinations.push({
+        destination,
+        latestOk: null,
+        adopted: [],
+        kept: 0,
+        pruned: [],
+        blocked: { reason: 'pins-unreadable', code: codeOf(err) },
+      });
+    }
+    await report(deps, result);
+    return result;
+  }
   const byId = new Map(ring.map((r) => [r.id, r]));
-  const latestOk = await deps.state.runs.latestOk(job.id);
-  // Archives that hold the data of unchanged-source runs still in the ring.
+  // Archives that hold the data of unchanged-source runs still in the ring, or of a pinned run.
   const referenced = new Set<string>();
   for (const r of ring) {
-    const from = (r.detail as { unchangedFrom?: unknown }).unchangedFrom;
-    if (r.status === 'ok' && typeof from === 'string') referenced.add(from);
+    const from = unchangedFrom(r);
+    if (r.status === 'ok' && from) referenced.add(from);
   }
+  if (stateLatestOk) referenced.add(unchangedFrom(stateLatestOk) ?? stateLatestOk.id);
+  const pinned = async (list: RetentionPin[]) => {
+    const ids = new Set<string>();
+    for (const p of list) {
+      ids.add(p.runId);
+      const rec = byId.get(p.runId) ?? (await deps.state.runs.get(p.runId).catch(() => null)) ?? undefined;
+      const from = unchangedFrom(rec);
+      if (from) ids.add(from);
+    }
+    return ids;
+  };
+  const pinnedNow = await pinned(pins);
+
   const now = deps.now().getTime();
-  const destIds = job.destinations && job.destinations.length > 0 ? job.destinations : ['default'];
   const prunedHere = new Set<string>();
   for (const destId of destIds) {
     const store = deps.destinations.get(destId);
     if (!store) continue;
-    let listed: { runId: string; lastModified?: Date }[];
+    const out: DestinationRetention = {
+      destination: destId,
+      latestOk: null,
+      adopted: [],
+      kept: 0,
+      pruned: [],
+    };
+    result.destinations.push(out);
+    const block = (reason: RetentionBlock, err?: unknown, runId?: string) => {
+      out.blocked = {
+        reason,
+        ...(err !== undefined ? { code: codeOf(err) } : {}),
+        ...(runId ? { runId } : {}),
+      };
+      if (err !== undefined) result.errors.push({ destination: destId, code: codeOf(err) });
+    };
+    let listed: { runId: string }[];
     try {
       listed = await listRuns(store, job.id);
     } catch (err) {
-      result.errors.push({
-        destination: destId,
-        code: String((err as { code?: unknown }).code ?? 'ERR_UNKNOWN'),
-      });
+      block('listing-failed', err);
       continue;
     }
-    const timeOf = (r: { runId: string; lastModified?: Date }) => {
-      const rec = byId.get(r.runId);
-      if (rec) return Date.parse(rec.startedAt);
-      return runIdTime(r.runId) ?? r.lastModified?.getTime() ?? 0;
-    };
-    const ordered = [...listed].sort((a, b) => timeOf(b) - timeOf(a));
-    const keep = new Set<string>();
-    ordered.forEach((r, i) => {
-      const rec = byId.get(r.runId);
+
+    // Steps 2-3: every sealed run not in flight must verify under the engine's signer.
+    const bounded = boundedReads(store);
+    const runs: {
+      runId: string;
+      time: number;
+      verified: boolean;
+      shards?: { size: number }[];
+      index?: { size: number };
+    }[] = [];
+    let unverified = false;
+    for (const l of listed) {
+      const rec = byId.get(l.runId);
+      if (inFlight(rec)) {
+        runs.push({ runId: l.runId, time: Date.parse(rec!.startedAt), verified: false });
+        continue;
+      }
+      try {
+        const m = await readRunManifest(bounded, {
+          job: job.id,
+          runId: l.runId,
+          signerPublicKey: deps.signerPublicKey,
+        });
+        const time = Date.parse(m.document.startedAt);
+        runs.push({
+          runId: l.runId,
+          time: Number.isFinite(time) ? time : (runIdTime(l.runId) ?? 0),
+          verified: true,
+          shards: m.document.shards,
+          index: m.document.index,
+        });
+        if (!rec) out.adopted.push(l.runId);
+      } catch (err) {
+        // A run the store records as failed or abandoned is not a candidate whatever its manifest
+        // holds; any other run that does not verify may be the latest good copy, tampered with.
+        if (rec && rec.status !== 'ok') {
+          runs.push({ runId: l.runId, time: Date.parse(rec.startedAt), verified: false });
+          continue;
+        }
+        block('manifest-unverified', err, l.runId);
+        unverified = true;
+        break;
+      }
+    }
+    if (unverified) continue;
+    runs.sort((a, b) => b.time - a.time || (a.runId < b.runId ? 1 : -1));
+
+    // Step 4: the latest verified ok run of this destination.
+    let latestOk: string | null = null;
+    try {
+      for (const r of runs) {
+        if (!r.verified) continue;
+        const rec = byId.get(r.runId);
+        if (rec && rec.status !== 'ok') continue;
+        if (await complete(store, job.id, r.runId, { shards: r.shards!, index: r.index! })) {
+          latestOk = r.runId;
+          break;
+        }
+      }
+    } catch (err) {
+      block('run-unreadable', err);
+      continue;
+    }
+    if (latestOk === null) {
+      // Also when the destination holds no sealed run at all: then there is nothing to prune.
+      if (runs.length > 0) block('no-verified-ok-run');
+      continue;
+    }
+    out.latestOk = latestOk;
+
+    // Step 6.
+    const keep = new Set<string>([latestOk]);
+    runs.forEach((r, i) => {
       if (keepLast !== undefined && i < keepLast) keep.add(r.runId);
-      if (keepDays !== undefined && now - timeOf(r) < keepDays * 86_400_000) keep.add(r.runId);
-      if (latestOk && r.runId === latestOk.id) keep.add(r.runId);
-      if (referenced.has(r.runId)) keep.add(r.runId);
-      if (rec && (rec.status === 'running' || rec.status === 'parked')) keep.add(r.runId);
+      if (keepDays !== undefined && now - r.time < keepDays * 86_400_000) keep.add(r.runId);
+      if (referenced.has(r.runId) || pinnedNow.has(r.runId)) keep.add(r.runId);
+      if (inFlight(byId.get(r.runId))) keep.add(r.runId);
     });
+    out.kept = keep.size;
     result.kept = Math.max(result.kept, keep.size);
-    for (const r of ordered) {
+
+    // Step 7.
+    for (const r of runs) {
       if (keep.has(r.runId)) continue;
       try {
+        // A restore, drill or approval may have pinned the run since the pass began.
+        if ((await pinned(await activePins(deps.state.settings, deps.now()))).has(r.runId)) {
+          out.kept++;
+          continue;
+        }
         await deleteRunObjects(store, job.id, r.runId);
         prunedHere.add(r.runId);
+        out.pruned.push(r.runId);
         const rec = byId.get(r.runId);
         if (rec) {
           await deps.state.runs.update(r.runId, {
@@ -114,25 +337,43 @@ export async function pruneJob(
           });
         }
       } catch (err) {
-        result.errors.push({
-          destination: destId,
-          code: String((err as { code?: unknown }).code ?? 'ERR_UNKNOWN'),
-        });
+        result.errors.push({ destination: destId, code: codeOf(err) });
       }
     }
   }
   result.pruned = [...prunedHere];
-  if (result.pruned.length > 0 || result.errors.length > 0) {
+  await report(deps, result);
+  return result;
+}
+
+/** Logs the outcome and records it in `retention.last.<job>` (best effort). */
+async function report(deps: PruneDeps, result: PruneResult): Promise<void> {
+  const blocked = result.destinations.filter((d) => d.blocked);
+  for (const d of blocked) {
+    deps.log.warn(
+      { event: 'retention-blocked', job: result.job, destination: d.destination, ...d.blocked },
+      `retention: job ${result.job} destination ${d.destination} not pruned: ${d.blocked!.reason}`,
+    );
+  }
+  const adopted = result.destinations.reduce((n, d) => n + d.adopted.length, 0);
+  if (result.pruned.length > 0 || result.errors.length > 0 || adopted > 0) {
     deps.log.info(
       {
         event: 'retention-prune',
-        job: job.id,
+        job: result.job,
         pruned: result.pruned.length,
         kept: result.kept,
+        adopted,
         errors: result.errors,
       },
-      `retention: job ${job.id} pruned ${result.pruned.length} run(s)`,
+      `retention: job ${result.job} pruned ${result.pruned.length} run(s)`,
     );
   }
-  return result;
+  if (result.destinations.length === 0) return;
+  await deps.state.settings
+    .set(`${RETENTION_SETTING_PREFIX}${result.job}`, {
+      at: deps.now().toISOString(),
+      destinations: result.destinations,
+    })
+    .catch(() => undefined);
 }

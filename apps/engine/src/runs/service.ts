@@ -550,7 +550,13 @@ export class RunService {
       }
       out.push(
         await pruneJob(
-          { state: this.o.state, destinations: this.destinations, log: this.o.log, now: this.now },
+          {
+            state: this.o.state,
+            destinations: this.destinations,
+            log: this.o.log,
+            now: this.now,
+            signerPublicKey: this.o.keys.signer.publicKey,
+          },
           job,
         ),
       );
