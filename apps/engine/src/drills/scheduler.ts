@@ -24,6 +24,7 @@ import { join } from 'node:path';
 import { type DrillEvidence, runDrill } from '@coffer/restore';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { DRILL_EVIDENCE_PREFIX, sourceConfigOf } from '../routes/restore/context.ts';
+import { acquirePin, pinId, releasePin } from '../runs/pins.ts';
 
 export const DRILL_LEASE = 'drill.session';
 export const DRILL_SESSION_SETTING = 'drill.session';
@@ -162,6 +163,13 @@ export class DrillService {
     const store = destinations.get(dests[0] ?? 'default') ?? destinations.get('default')!;
     const done = (async (): Promise<DrillEvidence | null> => {
       try {
+        // Retention keeps the drilled run until the drill ends.
+        await acquirePin(state.settings, {
+          id: pinId.drill(session.sessionId),
+          purpose: 'drill',
+          job: job.id,
+          runId: run.id,
+        });
         mkdirSync(scratchDir, { recursive: true, mode: 0o700 });
         const ev = await runDrill({
           store,
@@ -212,6 +220,7 @@ export class DrillService {
       } finally {
         clearInterval(renew);
         this.current = null;
+        await releasePin(state.settings, pinId.drill(session.sessionId));
         await state.settings.delete(DRILL_SESSION_SETTING).catch(() => undefined);
         await state.leases.release(DRILL_LEASE, this.holder).catch(() => undefined);
       }

@@ -24,6 +24,7 @@
 import type { ApplyOptions, ApplyProgress, ApplyReceipt, RestoreRequest } from '@coffer/restore';
 import { applyRestore, isRestoreError, settleRestoreApproval } from '@coffer/restore';
 import type { FastifyInstance } from 'fastify';
+import { acquirePin, pinId, releasePin } from '../../runs/pins.ts';
 
 export const APPLY_PREFIX = 'restore.apply.';
 export const PROGRESS_PREFIX = 'restore.progress.';
@@ -112,6 +113,7 @@ export class ApplyTracker {
     if (row?.status !== 'interrupted') return row ?? null;
     row.status = 'cancelled';
     await this.settings.set(`${APPLY_PREFIX}${id}`, row);
+    await releasePin(this.settings, pinId.apply(id));
     return row;
   }
 
@@ -165,6 +167,13 @@ export class ApplyTracker {
     const done = (async () => {
       try {
         await this.settings.set(key, row);
+        // Retention keeps the run while the apply may still read it (an interrupted apply too).
+        await acquirePin(this.settings, {
+          id: pinId.apply(row.applyId),
+          purpose: 'restore-apply',
+          job: row.job,
+          runId: row.runId,
+        });
         const receipt = await applyRestore({
           ...l.options,
           completed: l.completed,
@@ -189,6 +198,7 @@ export class ApplyTracker {
         const consumed = approval
           ? await settleRestoreApproval({ approvals: state.approvals, approval, receipt })
           : false;
+        if (consumed && approval) await releasePin(this.settings, pinId.approval(approval.id));
         await this.app.audit.append({
           ...row.actor,
           action: 'restore-apply',
@@ -218,6 +228,7 @@ export class ApplyTracker {
       } finally {
         clearInterval(renew);
         await l.release?.();
+        if (row.status !== 'interrupted') await releasePin(this.settings, pinId.apply(row.applyId));
         await this.settings.set(key, row).catch(() => undefined);
         await this.unclaim(row.applyId);
         this.live.delete(row.applyId);

@@ -36,6 +36,7 @@ import {
 } from '@coffer/restore';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
+import { acquirePin, pinId, releasePin } from '../../runs/pins.ts';
 import { type ApplyRow, ApplyTracker, applyView } from './applies.ts';
 import { APPROVAL_ENABLED_KEY, APPROVAL_MIN_DELAY_KEY, approvalPolicy, planOptionsFor } from './context.ts';
 
@@ -357,6 +358,14 @@ export default async function restoreRoutes(app: FastifyInstance): Promise<void>
           requester: actor(request),
           now: app.engine.restoreClock,
         });
+        // Retention keeps the run until the approval is used, rejected or expires.
+        await acquirePin(state.settings, {
+          id: pinId.approval(a.id),
+          purpose: 'restore-approval',
+          job: plan.job,
+          runId: plan.runId,
+          expiresAt: a.expiresAt,
+        });
         await app.audit.forRequest(request, {
           action: 'restore-request',
           outcome: 'queued',
@@ -427,6 +436,7 @@ export default async function restoreRoutes(app: FastifyInstance): Promise<void>
           now: app.engine.restoreClock,
           ...(request.body.reason === undefined ? {} : { reason: request.body.reason }),
         });
+        await releasePin(state.settings, pinId.approval(a.id));
         await app.audit.forRequest(request, {
           action: 'restore-reject',
           outcome: 'applied',
