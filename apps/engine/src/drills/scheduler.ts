@@ -147,6 +147,12 @@ export class DrillService {
       startedAt: this.now().toISOString(),
       holder: this.holder,
     };
+    // Retention keeps the drilled run until the drill ends (released in `done`).
+    const pin = { id: pinId.drill(session.sessionId), purpose: 'drill' as const, job: job.id, runId: run.id };
+    await acquirePin(state.settings, pin).catch(async (e) => {
+      await state.leases.release(DRILL_LEASE, this.holder).catch(() => undefined);
+      throw e;
+    });
     this.current = session;
     await state.settings.set(DRILL_SESSION_SETTING, session);
     const renew = setInterval(
@@ -163,13 +169,6 @@ export class DrillService {
     const store = destinations.get(dests[0] ?? 'default') ?? destinations.get('default')!;
     const done = (async (): Promise<DrillEvidence | null> => {
       try {
-        // Retention keeps the drilled run until the drill ends.
-        await acquirePin(state.settings, {
-          id: pinId.drill(session.sessionId),
-          purpose: 'drill',
-          job: job.id,
-          runId: run.id,
-        });
         mkdirSync(scratchDir, { recursive: true, mode: 0o700 });
         const ev = await runDrill({
           store,
@@ -220,7 +219,7 @@ export class DrillService {
       } finally {
         clearInterval(renew);
         this.current = null;
-        await releasePin(state.settings, pinId.drill(session.sessionId));
+        await releasePin(state.settings, pin.id);
         await state.settings.delete(DRILL_SESSION_SETTING).catch(() => undefined);
         await state.leases.release(DRILL_LEASE, this.holder).catch(() => undefined);
       }

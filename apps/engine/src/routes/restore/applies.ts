@@ -126,6 +126,19 @@ export class ApplyTracker {
     await this.app.engine.state.leases.release(leaseName(id), this.holder).catch(() => undefined);
   }
 
+  /**
+   * Pins the apply's run against retention until the apply ends (an interrupted apply keeps it
+   * for its resume; a cancel releases it). Call before `launch`.
+   */
+  async pin(row: Pick<ApplyRow, 'applyId' | 'job' | 'runId'>): Promise<void> {
+    await acquirePin(this.settings, {
+      id: pinId.apply(row.applyId),
+      purpose: 'restore-apply',
+      job: row.job,
+      runId: row.runId,
+    });
+  }
+
   /** Names recorded as written by earlier attempts. */
   async completed(id: string): Promise<string[]> {
     const rows = await this.settings.list(`${PROGRESS_PREFIX}${id}.`);
@@ -167,13 +180,6 @@ export class ApplyTracker {
     const done = (async () => {
       try {
         await this.settings.set(key, row);
-        // Retention keeps the run while the apply may still read it (an interrupted apply too).
-        await acquirePin(this.settings, {
-          id: pinId.apply(row.applyId),
-          purpose: 'restore-apply',
-          job: row.job,
-          runId: row.runId,
-        });
         const receipt = await applyRestore({
           ...l.options,
           completed: l.completed,

@@ -183,6 +183,7 @@ export default async function restoreRoutes(app: FastifyInstance): Promise<void>
         if (!gated) return reply;
         const { plan, approval } = gated;
         const applyId = `rap_${randomBytes(12).toString('hex')}`;
+        await tracker.pin({ applyId, job: plan.job, runId: plan.runId });
         await tracker.claim(applyId);
         const release = approval
           ? await reserveRestoreApproval({ leases: state.leases, approval, holder: applyId })
@@ -307,6 +308,7 @@ export default async function restoreRoutes(app: FastifyInstance): Promise<void>
         row.actor = app.audit.actorOf(request);
         row.recordedWritten = completed.length;
         delete row.interruptedAt;
+        await tracker.pin(row);
         tracker.launch({
           row,
           options,
