@@ -11,7 +11,7 @@
  *  1. list the job's sealed runs in the destination (manifests under `jobs/<job>/runs/`);
  *  2. read every manifest whose run is not in flight and verify it under the engine's own signer
  *     (bounded reads: a manifest or signature larger than its ceiling is a failure, not a load);
- *  3. order them newest first by the signed start time;
+ *  3. order them newest first by start time (the run record's, else the signed one);
  *  4. establish the destination's latest verified ok run: the newest run, whose manifest verified,
  *     that the state store records `ok` or does not know at all (adopted: a run the store lost is
  *     counted as ok, the state of the store never outranks a signed archive), and whose index and
@@ -253,7 +253,9 @@ export async function pruneJob(deps: PruneDeps, job: RunJob): Promise<PruneResul
           runId: l.runId,
           signerPublicKey: deps.signerPublicKey,
         });
-        const time = Date.parse(m.document.startedAt);
+        // The store's record when it has one (the clock that scheduled the run), else the signed time.
+        const signed = Date.parse(m.document.startedAt);
+        const time = rec ? Date.parse(rec.startedAt) : signed;
         runs.push({
           runId: l.runId,
           time: Number.isFinite(time) ? time : (runIdTime(l.runId) ?? 0),
