@@ -97,53 +97,56 @@ for (const backend of ['fs', 's3'] as const) {
     t.ok(await readsBack(w, store, ok.id), 'and it still reads back verified');
   });
 
-  t.test(`${backend}: a fresh state database adopts the destination's runs, never losing the latest`, async (t) => {
-    const { w, store } = await world(t, backend);
-    await w.addJob({ id: 'docs', retention: { keepLast: 10 } });
-    const ids: string[] = [];
-    for (let i = 0; i < 4; i++) {
-      w.clock.now = new Date(w.clock.now.getTime() + HOUR);
-      ids.push((await w.runNow('docs')).id);
-    }
-    // Disaster recovery: the state database is gone; a new engine points at the same destination.
-    w.clock.now = new Date(w.clock.now.getTime() + 30 * DAY);
-    const fresh = await freshEngine(t, w, new Map([['default', store]]));
-    await fresh.state.jobs.upsert({
-      id: 'docs',
-      cadenceSeconds: 3600,
-      source: { type: 'files', path: w.sourceDir },
-      destinations: ['default'],
-      retention: { keepDays: 7 },
-    } as unknown as { id: string });
-    t.same(await fresh.state.runs.listForJob('docs'), [], 'the new state knows no run');
-    const [res] = await fresh.service.pruneAll();
-    t.same(await runIds(store), [ids[3]], 'older adopted runs follow keepDays; the latest stays');
-    const d = res?.destinations?.[0];
-    t.same([...(d?.adopted ?? [])].sort(), [...ids].sort(), 'every run found is adopted');
-    t.equal(d?.latestOk, ids[3], 'the newest adopted run counts as the latest ok run');
-    t.ok(await readsBack(w, store, ids[3]!));
-    const recorded = await fresh.state.settings.get<{ destinations: { latestOk: string }[] }>(
-      `${RETENTION_SETTING_PREFIX}docs`,
-    );
-    t.equal(recorded?.destinations[0]?.latestOk, ids[3], 'the outcome is recorded');
+  t.test(
+    `${backend}: a fresh state database adopts the destination's runs, never losing the latest`,
+    async (t) => {
+      const { w, store } = await world(t, backend);
+      await w.addJob({ id: 'docs', retention: { keepLast: 10 } });
+      const ids: string[] = [];
+      for (let i = 0; i < 4; i++) {
+        w.clock.now = new Date(w.clock.now.getTime() + HOUR);
+        ids.push((await w.runNow('docs')).id);
+      }
+      // Disaster recovery: the state database is gone; a new engine points at the same destination.
+      w.clock.now = new Date(w.clock.now.getTime() + 30 * DAY);
+      const fresh = await freshEngine(t, w, new Map([['default', store]]));
+      await fresh.state.jobs.upsert({
+        id: 'docs',
+        cadenceSeconds: 3600,
+        source: { type: 'files', path: w.sourceDir },
+        destinations: ['default'],
+        retention: { keepDays: 7 },
+      } as unknown as { id: string });
+      t.same(await fresh.state.runs.listForJob('docs'), [], 'the new state knows no run');
+      const [res] = await fresh.service.pruneAll();
+      t.same(await runIds(store), [ids[3]], 'older adopted runs follow keepDays; the latest stays');
+      const d = res?.destinations?.[0];
+      t.same([...(d?.adopted ?? [])].sort(), [...ids].sort(), 'every run found is adopted');
+      t.equal(d?.latestOk, ids[3], 'the newest adopted run counts as the latest ok run');
+      t.ok(await readsBack(w, store, ids[3]!));
+      const recorded = await fresh.state.settings.get<{ destinations: { latestOk: string }[] }>(
+        `${RETENTION_SETTING_PREFIX}docs`,
+      );
+      t.equal(recorded?.destinations[0]?.latestOk, ids[3], 'the outcome is recorded');
 
-    // keepLast counts adopted runs like known ones.
-    const again = await freshEngine(t, w, new Map([['default', store]]));
-    await again.state.jobs.upsert({
-      id: 'docs',
-      cadenceSeconds: 3600,
-      source: { type: 'files', path: w.sourceDir },
-      destinations: ['default'],
-      retention: { keepLast: 1 },
-    } as unknown as { id: string });
-    w.clock.now = new Date(w.clock.now.getTime() + HOUR);
-    const newer = await again.service.trigger('docs');
-    await again.service.idle();
-    t.equal(newer.kind, 'started');
-    const newId = newer.kind === 'started' ? newer.runId : '';
-    await again.service.pruneAll();
-    t.same(await runIds(store), [newId], 'the adopted run is pruned once a newer ok run exists');
-  });
+      // keepLast counts adopted runs like known ones.
+      const again = await freshEngine(t, w, new Map([['default', store]]));
+      await again.state.jobs.upsert({
+        id: 'docs',
+        cadenceSeconds: 3600,
+        source: { type: 'files', path: w.sourceDir },
+        destinations: ['default'],
+        retention: { keepLast: 1 },
+      } as unknown as { id: string });
+      w.clock.now = new Date(w.clock.now.getTime() + HOUR);
+      const newer = await again.service.trigger('docs');
+      await again.service.idle();
+      t.equal(newer.kind, 'started');
+      const newId = newer.kind === 'started' ? newer.runId : '';
+      await again.service.pruneAll();
+      t.same(await runIds(store), [newId], 'the adopted run is pruned once a newer ok run exists');
+    },
+  );
 }
 
 t.test('a destination whose manifests do not verify is not pruned at all', async (t) => {
