@@ -31,7 +31,7 @@
  * destination (latest verified ok run, adopted runs, kept, pruned, or the reason nothing was
  * pruned) is recorded in the setting `retention.last.<job>`.
  */
-import { layout, listRuns, readRunManifest } from '@coffer/archive';
+import { ArchiveError, layout, listRuns, readRunManifest } from '@coffer/archive';
 import type { ObjectStore } from '@coffer/objectstore';
 import type { RunRecord, State } from '@coffer/state';
 import type { RunJob, RunLogger } from './executor.ts';
@@ -100,10 +100,6 @@ export async function deleteRunObjects(store: ObjectStore, job: string, runId: s
   return n;
 }
 
-class ReadTooLarge extends Error {
-  readonly code = 'ERR_RETENTION_OBJECT_TOO_LARGE';
-}
-
 /**
  * The store as the manifest reader sees it: a whole-object read fetches at most the ceiling plus
  * one byte, so a replaced manifest of gigabytes costs one bounded range read and a failure.
@@ -121,7 +117,12 @@ function boundedReads(store: ObjectStore): ObjectStore {
         if (range !== undefined) return target.get(key, range, options);
         const ceiling = ceilingOf(key);
         const bytes = await target.get(key, { start: 0, end: ceiling }, options);
-        if (bytes.length > ceiling) throw new ReadTooLarge(`${key} exceeds ${ceiling} bytes`);
+        // An object past its ceiling cannot be a manifest this engine wrote.
+        if (bytes.length > ceiling)
+          throw new ArchiveError('ERR_ARCHIVE_MANIFEST_MALFORMED', {
+            object: key,
+            detail: `larger than ${ceiling} bytes`,
+          });
         return bytes;
       };
     },

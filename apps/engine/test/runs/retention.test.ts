@@ -12,7 +12,7 @@ import { createS3Store, type ObjectStore } from '@coffer/objectstore';
 import { openState } from '@coffer/state';
 import { createTestBucket, tempDir } from '@coffer/testkit';
 import t from 'tap';
-import { RETENTION_SETTING_PREFIX } from '../../src/runs/retention.ts';
+import { MANIFEST_READ_CEILING, RETENTION_SETTING_PREFIX } from '../../src/runs/retention.ts';
 import { createRunService } from '../../src/runs/service.ts';
 import { makeWorld, type World } from './helpers/world.ts';
 
@@ -241,4 +241,25 @@ t.test('an ok run with a missing shard is not the latest verified run: the one b
   );
   t.equal(res?.destinations?.[0]?.latestOk, ids[1], 'the newest complete run');
   t.same(res?.pruned, [ids[0]]);
+});
+
+t.test('an oversized manifest is refused after a bounded read; nothing is pruned', async (t) => {
+  const w = await makeWorld(t);
+  await w.addJob({ id: 'docs', retention: { keepLast: 1 } });
+  const ids: string[] = [];
+  for (let i = 0; i < 2; i++) {
+    w.clock.now = new Date(w.clock.now.getTime() + HOUR);
+    ids.push((await w.runNow('docs')).id);
+  }
+  // Read whole, this object would fail the signature check (ERR_ARCHIVE_MANIFEST_TAMPERED); read
+  // with the ceiling it is refused as malformed before anything else looks at it.
+  const manifest = join(w.destDirs.default!, layout.manifest('docs', ids[1]!));
+  writeFileSync(manifest, Buffer.alloc(MANIFEST_READ_CEILING + 1, 0x20));
+  const [res] = await w.service.pruneAll();
+  t.match(res?.destinations?.[0]?.blocked, {
+    reason: 'manifest-unverified',
+    code: 'ERR_ARCHIVE_MANIFEST_MALFORMED',
+    runId: ids[1],
+  });
+  t.same((await runIds(w.destinations.get('default')!)).sort(), [...ids].sort(), 'nothing deleted');
 });
