@@ -144,12 +144,13 @@ async function complete(
   store: ObjectStore,
   job: string,
   runId: string,
-  doc: { shards: { size: number }[]; index: { size: number } },
+  shardSizes: number[],
+  indexSize: number,
 ): Promise<boolean> {
   const sizes = new Map<string, number>();
   for await (const o of store.listAll(layout.runPrefix(job, runId))) sizes.set(o.key, o.size);
-  if (sizes.get(layout.index(job, runId)) !== doc.index.size) return false;
-  return doc.shards.every((s, i) => sizes.get(layout.shard(job, runId, i)) === s.size);
+  if (sizes.get(layout.index(job, runId)) !== indexSize) return false;
+  return shardSizes.every((size, i) => sizes.get(layout.shard(job, runId, i)) === size);
 }
 
 /** Applies the job's retention on every destination. Never throws for a store fault (reported). */
@@ -238,8 +239,9 @@ export async function pruneJob(deps: PruneDeps, job: RunJob): Promise<PruneResul
       runId: string;
       time: number;
       verified: boolean;
-      shards?: { size: number }[];
-      index?: { size: number };
+      /** Sealed sizes only (not the whole manifest): a job may hold thousands of runs. */
+      shardSizes?: number[];
+      indexSize?: number;
     }[] = [];
     let unverified = false;
     for (const l of listed) {
@@ -261,8 +263,8 @@ export async function pruneJob(deps: PruneDeps, job: RunJob): Promise<PruneResul
           runId: l.runId,
           time: Number.isFinite(time) ? time : (runIdTime(l.runId) ?? 0),
           verified: true,
-          shards: m.document.shards,
-          index: m.document.index,
+          shardSizes: m.document.shards.map((x) => x.size),
+          indexSize: m.document.index.size,
         });
         if (!rec) out.adopted.push(l.runId);
       } catch (err) {
@@ -287,7 +289,7 @@ export async function pruneJob(deps: PruneDeps, job: RunJob): Promise<PruneResul
         if (!r.verified) continue;
         const rec = byId.get(r.runId);
         if (rec && rec.status !== 'ok') continue;
-        if (await complete(store, job.id, r.runId, { shards: r.shards!, index: r.index! })) {
+        if (await complete(store, job.id, r.runId, r.shardSizes!, r.indexSize!)) {
           latestOk = r.runId;
           break;
         }

@@ -23,8 +23,8 @@ import { createRunService, type RunService } from '../../src/runs/service.ts';
 
 const HOUR = 3_600_000;
 const SEED = process.env.RETENTION_SEED ? Number(process.env.RETENTION_SEED) : randomInt(2 ** 31);
-const TRIALS = 8;
-const STEPS = 20;
+const TRIALS = 6;
+const STEPS = 18;
 t.comment(`retention property seed ${SEED} (replay with RETENTION_SEED=${SEED})`);
 
 /** mulberry32: small, fast, good enough to pick actions. */
