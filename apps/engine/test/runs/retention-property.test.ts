@@ -39,7 +39,11 @@ function prng(seed: number): () => number {
   };
 }
 
-type T = Parameters<typeof t.test>[1] extends (t: infer X) => unknown ? X : never;
+/** What a trial needs of its tap test. */
+interface T {
+  teardown(fn: () => void | Promise<void>): void;
+  same(found: unknown, wanted: unknown, message: string): unknown;
+}
 
 interface Engine {
   state: State;

@@ -162,7 +162,7 @@ t.test('a destination whose manifests do not verify is not pruned at all', async
   const original = readFileSync(manifest);
   // One byte of the newest manifest changed: it no longer matches its signature.
   const tampered = Buffer.from(original);
-  tampered[tampered.length - 2] ^= 1;
+  tampered.writeUInt8(tampered.readUInt8(tampered.length - 2) ^ 1, tampered.length - 2);
   writeFileSync(manifest, tampered);
   const [res] = await w.service.pruneAll();
   t.same(res?.pruned, []);
