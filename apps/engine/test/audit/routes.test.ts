@@ -112,3 +112,57 @@ t.test('audit routes need audit.read; a capability refusal on a job write is rec
   t.equal((await http(`${e.url}/admin/audit/verify`)).status, 401);
   t.equal((await http(`${e.url}/admin/audit/export`)).status, 401);
 });
+
+t.test('changes of the restore approval policy are audited with the values before and after', async (t) => {
+  const e = await startEngine(t);
+  const post = (body: unknown) => http(`${e.url}/admin/restore/approval-policy`, { headers: bearer(), body });
+  t.equal((await post({ enabled: true, minDelaySeconds: 120 })).status, 200);
+  t.equal((await post({ enabled: false })).status, 200);
+  t.equal((await post({ enabled: false })).status, 200);
+  const page = (
+    await http(`${e.url}/admin/audit?action=restore-approval-policy`, { headers: bearer() })
+  ).json();
+  const events = [...page.events].reverse();
+  t.same(
+    events.map((ev: { outcome: string; target: string | null; detail: unknown }) => [
+      ev.outcome,
+      ev.target,
+      ev.detail,
+    ]),
+    [
+      [
+        'applied',
+        null,
+        {
+          enabled: true,
+          minDelaySeconds: 120,
+          previous: { enabled: false, minDelaySeconds: 60 },
+          changedFields: ['enabled', 'minDelaySeconds'],
+        },
+      ],
+      [
+        'applied',
+        null,
+        {
+          enabled: false,
+          minDelaySeconds: 120,
+          previous: { enabled: true, minDelaySeconds: 120 },
+          changedFields: ['enabled'],
+        },
+      ],
+      [
+        'applied',
+        null,
+        {
+          enabled: false,
+          minDelaySeconds: 120,
+          previous: { enabled: false, minDelaySeconds: 120 },
+          changedFields: [],
+        },
+      ],
+    ],
+  );
+  t.match(events[1], { actor: { method: 'admin-token' }, role: 'owner' });
+  const verify = (await http(`${e.url}/admin/audit/verify`, { headers: bearer() })).json();
+  t.equal(verify.ok, true, 'the chain still verifies');
+});

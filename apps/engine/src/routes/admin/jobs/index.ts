@@ -16,6 +16,7 @@ import type { FastifyInstance } from 'fastify';
 import { Compile } from 'typebox/compile';
 import type { RequestAuditEvent } from '../../../audit/index.ts';
 import type { EngineCaller } from '../../../plugins/auth.ts';
+import { runObjects } from '../../../runs/view.ts';
 import { ifMatchRevOf, refusalBody } from './preconditions.ts';
 import { BulkBody, DeleteBody, type JobConfig, MAX_BATCH, normaliseJob, UpsertBody } from './schema.ts';
 
@@ -29,9 +30,16 @@ type UpsertResult =
   | { status: 403; body: ReturnType<typeof forbiddenBody> }
   | { status: 409; body: ReturnType<typeof refusalBody> };
 
-function jobRow(job: JobRecord) {
+/**
+ * One row of `GET /admin/jobs`: the job, its `configRev` and its state. `lastRun` is the newest run
+ * of the job's history ring (any status, in flight included) as the run object of docs/runs.md,
+ * or null when the job has not run (or its ring was dropped).
+ */
+async function jobRow(state: State, job: JobRecord) {
   const enabled = job.config.enabled !== false;
-  return { ...job.config, id: job.id, configRev: job.configRev, state: { paused: !enabled, lastRun: null } };
+  const [newest] = await state.runs.listForJob(job.id, { limit: 1 });
+  const lastRun = newest === undefined ? null : ((await runObjects(state, [newest]))[0] ?? null);
+  return { ...job.config, id: job.id, configRev: job.configRev, state: { paused: !enabled, lastRun } };
 }
 
 const cadenceOf = (config: Record<string, unknown> | undefined): number | null =>
@@ -123,8 +131,9 @@ export default async function jobsRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async () => {
-      const jobs = await app.engine.state.jobs.list();
-      return { jobs: jobs.map(jobRow) };
+      const state = app.engine.state;
+      const jobs = await state.jobs.list();
+      return { jobs: await Promise.all(jobs.map((job) => jobRow(state, job))) };
     },
   );
 
