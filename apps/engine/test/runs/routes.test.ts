@@ -117,7 +117,12 @@ t.test('GET /admin/jobs reports lastRun; run-trigger and job-roster-reconcile ar
   await e.post('/jobs', { ...job, enabled: false });
   t.equal((await e.post('/trigger', { id: 'docs' })).status, 409);
 
-  t.equal((await e.post('/jobs/reconcile-roster')).status, 200);
+  // Ghost rows of a job that no longer exists: an orphan run and a stand-down record.
+  await e.app.engine.state.runs.start({ id: 'ghost-run', jobId: 'gone' });
+  await e.app.engine.state.settings.set('scheduler.standDown.gone', { at: new Date().toISOString() });
+  const repaired = await e.post('/jobs/reconcile-roster');
+  t.equal(repaired.status, 200);
+  t.equal(repaired.json().repaired.length, 2);
   const events = (await e.get('/audit?limit=50')).json().events as Array<{
     action: string;
     outcome: string;
@@ -137,7 +142,7 @@ t.test('GET /admin/jobs reports lastRun; run-trigger and job-roster-reconcile ar
   );
   const reconcile = events.filter((ev) => ev.action === 'job-roster-reconcile');
   t.equal(reconcile.length, 1);
-  t.match(reconcile[0], { outcome: 'applied', target: null, detail: { repaired: 0, runs: 0, records: 0 } });
+  t.match(reconcile[0], { outcome: 'applied', target: null, detail: { repaired: 2, runs: 1, records: 1 } });
 });
 
 t.test('without the flag the test-fault prefix is 404 before authentication', async (t) => {
