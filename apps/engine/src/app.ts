@@ -36,6 +36,7 @@ import conventions from './plugins/conventions.ts';
 import rateLimitPlugin, { type RateLimitOptions } from './plugins/rate-limit.ts';
 import replies from './plugins/replies.ts';
 import adminFamily from './routes/admin/index.ts';
+import demoRoutes from './routes/demo/index.ts';
 import pullRoutes from './routes/pull/index.ts';
 import rootRoutes from './routes/root/index.ts';
 import scimFamily from './routes/scim/index.ts';
@@ -203,6 +204,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   await app.register(rootRoutes);
   await app.register(pullRoutes);
   if (config.harnessTestFaults) await app.register(testFaultRoutes, { prefix: '/admin/test-fault' });
+  if (config.demo) await app.register(demoRoutes, { prefix: '/admin/demo' });
   await app.register(adminFamily, { prefix: '/admin' });
   await app.register(scimFamily);
   return app;

@@ -187,3 +187,30 @@ t.test('an unhandled fault is a 500 problem+json with the request id and no deta
   t.match(body.requestId, /^[0-9a-f-]{36}$/);
   t.notMatch(r.body, /SECRET/);
 });
+
+t.test(
+  'a malformed body is a 400 { error }: wrong content type, oversized, empty (never 413/415)',
+  async (t) => {
+    const { url } = await startEngine(t);
+    const auth = { authorization: 'Bearer test-admin-token-0123456789abcdef' };
+    const cases: Array<[string, Record<string, string>, string]> = [
+      ['text/plain body', { 'content-type': 'text/plain' }, '{"id":"x"}'],
+      ['form body', { 'content-type': 'application/x-www-form-urlencoded' }, 'id=x'],
+      [
+        'oversized JSON body',
+        { 'content-type': 'application/json' },
+        JSON.stringify({ id: 'x', pad: 'y'.repeat(2 * 1024 * 1024) }),
+      ],
+      ['empty JSON body', { 'content-type': 'application/json' }, ''],
+      ['broken JSON', { 'content-type': 'application/json' }, '{"id":'],
+    ];
+    for (const [name, headers, raw] of cases) {
+      const r = await http(`${url}/admin/jobs`, { method: 'POST', headers: { ...auth, ...headers }, raw });
+      t.equal(r.status, 400, name);
+      t.match(r.headers.get('content-type'), /^application\/json/, name);
+      t.same(Object.keys(r.json()), ['error'], name);
+      t.type(r.json().error, 'string', name);
+      hasSet(t, r, FULL_HARDENING, name);
+    }
+  },
+);

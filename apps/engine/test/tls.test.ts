@@ -2,6 +2,7 @@ import { get } from 'node:https';
 import { connect } from 'node:tls';
 import { tempDir } from '@coffer/testkit';
 import t from 'tap';
+import { BASE_HARDENING, FULL_HARDENING } from '../src/plugins/conventions.ts';
 import { startEngine } from './helpers/engine.ts';
 import { makePki } from './helpers/tls.ts';
 
@@ -47,6 +48,16 @@ t.test('the engine serves https itself and answers TLS 1.1 or older with a plain
       t.match(response, /content-type: text\/plain/i);
       t.match(response, /upgrade required: TLS 1\.2 or newer/);
       t.notMatch(response, /"status":"ready"/, 'no route ran');
+      // The 426 carries its family's header set like every other response.
+      const full = path.startsWith('/admin/');
+      for (const [name, value] of Object.entries(full ? FULL_HARDENING : BASE_HARDENING)) {
+        t.match(
+          response,
+          new RegExp(`\\r\\n${name}: ${value.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\r\\n`, 'i'),
+          `${version} ${path}: ${name}`,
+        );
+      }
+      if (!full) t.notMatch(response, /strict-transport-security/i, `${path}: base set only`);
     }
   }
 

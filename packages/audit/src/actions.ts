@@ -34,6 +34,7 @@ export const AUDIT_ACTIONS = [
   'restore-reject',
   'restore-apply',
   'restore-drill',
+  'restore-approval-policy',
   // Owner actions under the second-owner gate.
   'owner-action-queued',
   'owner-action-approved',
@@ -58,6 +59,7 @@ export const AUDIT_ACTIONS = [
   'control-plane-restore',
   'control-plane-import',
   'control-plane-apply-staged',
+  'demo-reset',
   // Updates.
   'update-apply',
   'update-settle',

@@ -50,6 +50,7 @@ const WRITE_REASONS: Record<string, string> = {
   ERR_SOURCE_TARGET_EXISTS: 'exists in the target',
   ERR_SOURCE_UNSAFE_NAME: 'unsafe name (would write outside the target)',
   ERR_SOURCE_INVALID_RECORD: 'record not accepted by the target',
+  ERR_SOURCE_UNSAFE_STATEMENT: 'schema statement refused (not the CREATE its entry stands for)',
   ERR_SOURCE_WRITE: 'write failed',
   ERR_SOURCE_BINDING: 'target unreachable',
   ERR_SOURCE_RESOURCE_MISSING: 'target resource missing',

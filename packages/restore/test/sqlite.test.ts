@@ -1,11 +1,11 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { createSqliteSource } from '@coffer/sources';
+import { createSqliteSource, isSkipped } from '@coffer/sources';
 import { tempDir } from '@coffer/testkit';
 import Database from 'better-sqlite3';
 import t from 'tap';
 import { type ApplyOptions, applyRestore, planRestore, validateRestoreRequest } from '../src/index.ts';
-import { backup, fsStore, keys, resolverOf } from './helpers.ts';
+import { backup, collect, fsStore, keys, resolverOf, sealNamed } from './helpers.ts';
 
 const base = tempDir(t, 'restore-sqlite-');
 const roots = join(base, 'roots');
@@ -161,3 +161,64 @@ t.test('d1Tables refusals', async (t) => {
   );
   t.notOk(existsSync(target));
 });
+
+t.test(
+  'a sealed run whose schema.json smuggles an ATTACH is refused; nothing runs, no file appears',
+  async (t) => {
+    // A real sealed run of the real database, with its schema record rewritten before sealing: what
+    // an attacker who can write a signed archive (or a compromised source) would hand a restore.
+    const evil = join(base, 'evil.db');
+    const source = createSqliteSource({ type: 'sqlite', path: dbPath, binding: 'job-db', workDir: base });
+    const records: Array<{
+      name: string;
+      body: Uint8Array;
+      metadata: Record<string, string | number | boolean | null>;
+    }> = [];
+    for await (const rec of source.enumerate()) {
+      if (isSkipped(rec)) continue;
+      let body: Uint8Array = await collect(await source.read(rec.name));
+      if (rec.name === 'schema.json') {
+        const schema = JSON.parse(Buffer.from(body).toString('utf8'));
+        schema.tables[0].sql += `; ATTACH '${evil}' AS e; CREATE TABLE e.loot AS SELECT * FROM main.users`;
+        body = Buffer.from(JSON.stringify(schema));
+      }
+      const metadata: Record<string, string | number | boolean | null> = {};
+      for (const [k, v] of Object.entries(rec.metadata)) {
+        if (v === undefined) continue;
+        metadata[k] =
+          v === null || ['string', 'number', 'boolean'].includes(typeof v)
+            ? (v as string)
+            : JSON.stringify(v);
+      }
+      records.push({ name: rec.name, body, metadata });
+    }
+    await source.close();
+    await sealNamed(
+      store,
+      'job-db',
+      'run-evil',
+      'sqlite',
+      'job-db',
+      records.filter((r) => r.name === 'schema.json'),
+    );
+
+    const target = join(roots, 'hostile.sqlite');
+    const request = validateRestoreRequest({
+      runId: 'run-evil',
+      target: { namespaceId: target },
+      confirm: true,
+    });
+    const r = await applyRestore({ ...opts({}), request });
+    t.equal(r.status, 'completed-with-failures', JSON.stringify(r));
+    t.same(r.failed, [
+      {
+        name: 'schema.json',
+        code: 'ERR_SOURCE_UNSAFE_STATEMENT',
+        reason: 'schema statement refused (not the CREATE its entry stands for)',
+      },
+    ]);
+    t.equal(r.written, 0);
+    t.notOk(existsSync(evil), 'the ATTACH never ran: no file at its path');
+    t.notOk(existsSync(target), 'the refused record never opened the target');
+  },
+);

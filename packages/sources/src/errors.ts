@@ -47,6 +47,7 @@ export type SourceErrorCode =
   | 'ERR_SOURCE_UNSAFE_NAME'
   | 'ERR_SOURCE_TARGET_EXISTS'
   | 'ERR_SOURCE_INVALID_RECORD'
+  | 'ERR_SOURCE_UNSAFE_STATEMENT'
   | 'ERR_SOURCE_WRITE'
   | 'ERR_SOURCE_CLOSED';
 
@@ -72,6 +73,7 @@ const RULES: Record<SourceErrorCode, CodeRule> = {
   ERR_SOURCE_UNSAFE_NAME: { disposition: 'restore', reason: null },
   ERR_SOURCE_TARGET_EXISTS: { disposition: 'restore', reason: null },
   ERR_SOURCE_INVALID_RECORD: { disposition: 'restore', reason: null },
+  ERR_SOURCE_UNSAFE_STATEMENT: { disposition: 'restore', reason: null },
   ERR_SOURCE_WRITE: { disposition: 'restore', reason: null },
   ERR_SOURCE_CLOSED: { disposition: 'fail', reason: SOURCE_FAILURE_REASONS.read },
 };

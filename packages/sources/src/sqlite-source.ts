@@ -422,11 +422,11 @@ class SqliteSource implements SourceConnector {
         },
       );
     }
-    const db = this.#targetDb();
+    const openTarget = () => this.#targetDb();
     const bodyError = (err: unknown) => new BodyError(err);
     try {
-      if (table === null) await restoreSchema(db, body, name, bodyError);
-      else await restoreTable(db, body, name, table, bodyError);
+      if (table === null) await restoreSchema(openTarget, body, name, bodyError);
+      else await restoreTable(openTarget, body, name, table, bodyError);
       return { written: true };
     } catch (err) {
       if (err instanceof BodyError) throw err.inner;

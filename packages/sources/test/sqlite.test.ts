@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { tempDir } from '@coffer/testkit';
@@ -301,4 +301,155 @@ t.test('source faults are typed', async (t) => {
   t.teardown(() => small.close());
   await t.rejects(small.read('schema.json'), { code: 'ERR_SOURCE_RECORD_TOO_LARGE' });
   t.throws(() => createSqliteSource({ type: 'sqlite', path: '' }), { code: 'ERR_SOURCE_INVALID_CONFIG' });
+});
+
+t.test('restore runs only the one CREATE statement each schema entry stands for', async (t) => {
+  const dir = tempDir(t);
+  const file = join(dir, 'app.sqlite');
+  buildFixture(file);
+  const src = createSqliteSource({ type: 'sqlite', path: file, workDir: dir });
+  t.teardown(() => src.close());
+  const schema = JSON.parse((await bytes(await src.read('schema.json'))).toString('utf8'));
+  const books = (await bytes(await src.read('tables/books.jsonl'))).toString('utf8').split('\n');
+  const header = JSON.parse(books[0] as string);
+  const evil = join(dir, 'evil.db');
+  const attach = `ATTACH '${evil}' AS e`;
+
+  type Case = [string, (s: typeof schema, h: typeof header) => void, 'schema.json' | 'tables/books.jsonl'];
+  const first = (s: typeof schema) => s.tables[0];
+  const cases: Case[] = [
+    [
+      'trailing ATTACH after a table',
+      (s) => {
+        first(s).sql += `; ${attach}; CREATE TABLE e.x(y)`;
+      },
+      'schema.json',
+    ],
+    [
+      'ATTACH as a table entry',
+      (s) => {
+        first(s).sql = attach;
+      },
+      'schema.json',
+    ],
+    [
+      'PRAGMA as a view entry',
+      (s) => {
+        s.views[0].sql = 'PRAGMA writable_schema = ON';
+      },
+      'schema.json',
+    ],
+    [
+      'trailing statement after a comment',
+      (s) => {
+        first(s).sql += ` /* ; */ ; ${attach}`;
+      },
+      'schema.json',
+    ],
+    [
+      'TEMP table',
+      (s) => {
+        first(s).sql = first(s).sql.replace('CREATE TABLE', 'CREATE TEMP TABLE');
+      },
+      'schema.json',
+    ],
+    [
+      'CREATE TABLE AS SELECT',
+      (s) => {
+        first(s).sql = `CREATE TABLE ${first(s).name} AS SELECT 1`;
+      },
+      'schema.json',
+    ],
+    [
+      'another object than the entry names',
+      (s) => {
+        first(s).sql = 'CREATE TABLE other (x)';
+      },
+      'schema.json',
+    ],
+    [
+      'other schema',
+      (s) => {
+        first(s).sql = `CREATE TABLE e.${first(s).name} (x)`;
+      },
+      'schema.json',
+    ],
+    [
+      'a view trigger followed by ATTACH',
+      (s) =>
+        void s.viewTriggers.push(
+          `CREATE TRIGGER vt INSTEAD OF INSERT ON book_titles BEGIN SELECT 1; END; ${attach}`,
+        ),
+      'schema.json',
+    ],
+    [
+      'virtual table followed by ATTACH',
+      (s) => {
+        s.virtualTables[0].sql += `;${attach}`;
+      },
+      'schema.json',
+    ],
+    [
+      'table header with a trailing ATTACH',
+      (_s, h) => {
+        h.sql += `;${attach}`;
+      },
+      'tables/books.jsonl',
+    ],
+    [
+      'index entry that is an ATTACH',
+      (_s, h) => {
+        h.indexes.push(attach);
+      },
+      'tables/books.jsonl',
+    ],
+    [
+      'index on another table',
+      (_s, h) => {
+        h.indexes.push('CREATE INDEX sneaky ON audit(what)');
+      },
+      'tables/books.jsonl',
+    ],
+    [
+      'trigger followed by a DELETE',
+      (_s, h) => {
+        h.triggers[0] = `${h.triggers[0]} DELETE FROM audit`;
+      },
+      'tables/books.jsonl',
+    ],
+  ];
+  for (const [name, mutate, record] of cases) {
+    const s = structuredClone(schema);
+    const h = structuredClone(header);
+    mutate(s, h);
+    const target = join(dir, `target-${cases.findIndex((c) => c[0] === name)}.sqlite`);
+    const dst = createSqliteSource({ type: 'sqlite', path: target });
+    const body =
+      record === 'schema.json'
+        ? Buffer.from(JSON.stringify(s))
+        : Buffer.from([JSON.stringify(h), ...books.slice(1)].join('\n'));
+    await t.rejects(dst.write(record, body), { code: 'ERR_SOURCE_UNSAFE_STATEMENT', record }, name);
+    await dst.close();
+    t.notOk(existsSync(target), `${name}: no target file created`);
+    t.notOk(existsSync(evil), `${name}: nothing attached`);
+  }
+
+  // The untouched records still restore, with their view trigger, index and trigger.
+  const target = join(dir, 'clean.sqlite');
+  const dst = createSqliteSource({ type: 'sqlite', path: target });
+  const s = structuredClone(schema);
+  s.viewTriggers.push('CREATE TRIGGER vt INSTEAD OF INSERT ON book_titles BEGIN SELECT 1; END;');
+  await dst.write('schema.json', Buffer.from(JSON.stringify(s)));
+  await dst.write('tables/books.jsonl', Buffer.from(books.join('\n')));
+  await dst.close();
+  const db = new Database(target, { readonly: true });
+  t.same(
+    db
+      .prepare(
+        "SELECT name FROM sqlite_schema WHERE type IN ('index', 'trigger') AND name NOT LIKE 'sqlite_%' ORDER BY name",
+      )
+      .all(),
+    [{ name: 'books_audit' }, { name: 'books_by_author' }, { name: 'vt' }],
+  );
+  db.close();
 });

@@ -135,8 +135,17 @@ export interface JobsRepository {
    * precondition comes only from `options`). Returns the result; throws `ERR_STATE_PRECONDITION` (with
    * `.precondition`) on a refusal, `ERR_STATE_INVALID` for an empty id or a config that is not
    * a plain JSON object.
+   *
+   * `guard`, when given, runs inside the write's transaction with the stored configuration (null
+   * when there is no live job, `'unreadable'` when the stored record cannot be parsed) after the
+   * precondition check and before the write; whatever it throws aborts the write and is rethrown
+   * unchanged. It is how a caller re-checks a capability against the stored value with no window
+   * for another writer (the specification's "re-checked in the state object").
    */
-  upsert(job: JobConfig, options?: { ifMatchRev?: IfMatchRev }): Promise<JobWriteResult>;
+  upsert(
+    job: JobConfig,
+    options?: { ifMatchRev?: IfMatchRev; guard?: (stored: JobConfig | null | 'unreadable') => void },
+  ): Promise<JobWriteResult>;
   /**
    * Deletes a live job, its history ring and its run counters (never archives), keeps a
    * tombstone. Returns `deletedRev`; throws `ERR_STATE_PRECONDITION` on a refusal.

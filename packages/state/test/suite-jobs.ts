@@ -44,6 +44,32 @@ export async function jobsSuite(t: Test, makeTarget: MakeTarget): Promise<void> 
     t.same(removed.changedFields, ['cadenceSeconds'], 'a removed field counts as changed');
   });
 
+  t.test(
+    'guard: sees the stored config inside the transaction; what it throws aborts the write',
+    async (t) => {
+      const s = await (await makeTarget(t)).open();
+      const seen: unknown[] = [];
+      const job = { id: 'g', cadenceSeconds: 3600, source: { type: 'files', path: '/d' } };
+      await s.jobs.upsert(job, { guard: (stored) => void seen.push(stored) });
+      await s.jobs.upsert({ ...job, cadenceSeconds: 60 }, { guard: (stored) => void seen.push(stored) });
+      t.same(seen, [null, job], 'null for no live job, then the stored configuration');
+      class Refused extends Error {}
+      const thrown = await s.jobs
+        .upsert(
+          { ...job, cadenceSeconds: 5 },
+          {
+            guard: () => {
+              throw new Refused('no');
+            },
+          },
+        )
+        .catch((e: unknown) => e);
+      t.ok(thrown instanceof Refused, 'rethrown unchanged');
+      t.equal((await s.jobs.get('g'))?.configRev, 2, 'nothing written');
+      t.equal((await s.jobs.get('g'))?.config.cadenceSeconds, 60);
+    },
+  );
+
   t.test('integer N: applied at N, base-moved otherwise with the union of changed fields', async (t) => {
     const s = await (await makeTarget(t)).open();
     const secret = 'value-never-in-precondition-7f3a';

@@ -3,7 +3,8 @@
  * conventions"), as one named plugin whose hooks run first on every request:
  *
  * 1. TLS version floor: a request that arrived over TLS 1.1 or older gets a plaintext 426 before
- *    any route runs (the server accepts those handshakes on purpose so that it can say why).
+ *    any route runs (the server accepts those handshakes on purpose so that it can say why), with
+ *    its path family's header set like every other response.
  * 2. Hardening headers by path family: the full set on `/admin/*`, `/support/*` and `GET /metrics`,
  *    the base set everywhere else (`/`, `/ready`, `/scim/v2/*`, unknown paths). The four
  *    browser-facing headers come from @fastify/helmet with every other helmet header turned off
@@ -81,7 +82,11 @@ function tlsTooOld(request: FastifyRequest): boolean {
 async function conventions(app: FastifyInstance): Promise<void> {
   app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
     if (tlsTooOld(request)) {
-      // Plain text and the connection closed: a client this old gets no route and no JSON.
+      // Plain text and the connection closed: a client this old gets no route and no JSON. Sent
+      // from this first hook, so the hardening hook below never runs for it: the family's header
+      // set is written here (the specification's "every response" includes the 426).
+      const set = hardeningFor(request.method, request.url) === 'full' ? FULL_HARDENING : BASE_HARDENING;
+      reply.headers({ ...set });
       reply
         .code(426)
         .header('upgrade', 'TLS/1.2, HTTP/1.1')

@@ -3,8 +3,8 @@
  * answers a failure the same way:
  *
  * - unknown route: 404 `text/plain` `not found`;
- * - malformed or rejected input (bad JSON, schema violation, wrong content type): 400 `{ error }`
- *   with a generic reason that never echoes the request body;
+ * - malformed or rejected input (bad JSON, schema violation, wrong content type, oversized body):
+ *   400 `{ error }` with a generic reason that never echoes the request body (never 413 or 415);
  * - 401: `text/plain` `unauthorised`; 403: `{ error: 'forbidden', required, have }`;
  * - 429: problem+json `{ type, title, status, error: 'rate limited' }` (headers set by the limiter);
  * - anything unhandled: 500 problem+json with the request id and no detail. The log line carries
@@ -100,11 +100,9 @@ async function replies(app: FastifyInstance): Promise<void> {
   app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     if (error.validation) return sendBadRequest(reply, validationReason(error));
     const code = error.code;
-    if (code && CLIENT_ERRORS[code]) {
-      const status =
-        error.statusCode && error.statusCode >= 400 && error.statusCode < 500 ? error.statusCode : 400;
-      return reply.code(status).send({ error: CLIENT_ERRORS[code] });
-    }
+    // Fastify answers these 413/415; the specification's Errors table has one status for a
+    // malformed or rejected body: 400 `{ error }`.
+    if (code && CLIENT_ERRORS[code]) return sendBadRequest(reply, CLIENT_ERRORS[code]);
     if (
       code === 'FST_ERR_CTP_INVALID_JSON_BODY' ||
       (error instanceof SyntaxError && error.statusCode === 400)
@@ -121,8 +119,9 @@ async function replies(app: FastifyInstance): Promise<void> {
       return sendStateUnavailable(reply);
     }
     if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500 && error.statusCode !== 401) {
-      // Other client errors Fastify raises (for example 413 from a parser): generic body, same status.
-      return reply.code(error.statusCode).send({ error: 'rejected request' });
+      // Other client errors Fastify raises: malformed or rejected input, so 400 with a generic
+      // body (the specification's Errors table has no 413 or 415).
+      return sendBadRequest(reply, 'rejected request');
     }
     request.log.error({ requestId: request.id, fault: errorTag(error) }, 'unhandled fault');
     return sendInternalError(reply, String(request.id));

@@ -6,8 +6,11 @@
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { verifyExportDocument } from '@coffer/audit';
+import { tempDir } from '@coffer/testkit';
 import t from 'tap';
 import { bearer, http, startEngine } from '../helpers/engine.ts';
+import { AUDIENCE, ISSUER, startKeySet, TEAM_DOMAIN } from '../helpers/perimeter.ts';
+import { makePki } from '../helpers/tls.ts';
 
 const job = (id: string, extra: Record<string, unknown> = {}) => ({
   id,
@@ -111,4 +114,84 @@ t.test('audit routes need audit.read; a capability refusal on a job write is rec
   t.equal((await http(`${e.url}/admin/audit`)).status, 401);
   t.equal((await http(`${e.url}/admin/audit/verify`)).status, 401);
   t.equal((await http(`${e.url}/admin/audit/export`)).status, 401);
+});
+
+t.test('changes of the restore approval policy are audited with the values before and after', async (t) => {
+  const pki = makePki(tempDir(t));
+  const keys = await startKeySet(pki);
+  t.teardown(() => keys.close());
+  const e = await startEngine(
+    t,
+    { PERIMETER_ACCESS_TEAM_DOMAIN: TEAM_DOMAIN, PERIMETER_ACCESS_AUD: AUDIENCE },
+    { testOnly: { perimeterJwksUrl: keys.jwksUrl, perimeterJwksCa: pki.caCert } },
+  );
+  await e.app.engine.state.roles.assign({
+    subject: `${ISSUER}#op-3`,
+    role: 'operator',
+    email: 'op-3@example.com',
+    grantedBy: null,
+  });
+  const operator = {
+    'perimeter-access-jwt-assertion': await keys.sign({ sub: 'op-3', email: 'op-3@example.com' }),
+  };
+  const denied = await http(`${e.url}/admin/restore/approval-policy`, {
+    headers: operator,
+    body: { enabled: false },
+  });
+  t.equal(denied.status, 403, 'keys.ceremony only');
+  const post = (body: unknown) => http(`${e.url}/admin/restore/approval-policy`, { headers: bearer(), body });
+  t.equal((await post({ enabled: true, minDelaySeconds: 120 })).status, 200);
+  t.equal((await post({ enabled: false })).status, 200);
+  t.equal((await post({ enabled: false })).status, 200);
+  const page = (
+    await http(`${e.url}/admin/audit?action=restore-approval-policy`, { headers: bearer() })
+  ).json();
+  const events = [...page.events].reverse();
+  t.match(events.shift(), {
+    outcome: 'refused',
+    actor: { email: 'op-3@example.com' },
+    detail: { reason: 'capability', required: 'keys.ceremony' },
+  });
+  t.same(
+    events.map((ev: { outcome: string; target: string | null; detail: unknown }) => [
+      ev.outcome,
+      ev.target,
+      ev.detail,
+    ]),
+    [
+      [
+        'applied',
+        null,
+        {
+          enabled: true,
+          minDelaySeconds: 120,
+          previous: { enabled: false, minDelaySeconds: 60 },
+          changedFields: ['enabled', 'minDelaySeconds'],
+        },
+      ],
+      [
+        'applied',
+        null,
+        {
+          enabled: false,
+          minDelaySeconds: 120,
+          previous: { enabled: true, minDelaySeconds: 120 },
+          changedFields: ['enabled'],
+        },
+      ],
+      [
+        'applied',
+        null,
+        {
+          enabled: false,
+          minDelaySeconds: 120,
+          previous: { enabled: false, minDelaySeconds: 120 },
+          changedFields: [],
+        },
+      ],
+    ],
+  );
+  t.match(events[1], { actor: { method: 'admin-token' }, role: 'owner' });
+  const verify = (await http(`${e.url}/admin/audit/verify`, { headers: bearer() })).json();
+  t.equal(verify.ok, true, 'the chain still verifies');
 });

@@ -97,6 +97,54 @@ t.test('trigger, history, runs/at, replication, destination, estate size', async
   t.equal((await e.post('/jobs/reconcile-roster')).status, 200);
 });
 
+t.test('GET /admin/jobs reports lastRun; run-trigger and job-roster-reconcile are audited', async (t) => {
+  const e = await engine(t);
+  const job = { id: 'docs', cadenceSeconds: 3600, source: { type: 'files', path: e.source } };
+  t.equal((await e.post('/jobs', job)).status, 200);
+  const before = (await e.get('/jobs')).json().jobs[0];
+  t.equal(before.state.lastRun, null, 'a job that never ran has no lastRun');
+
+  const runId = (await e.post('/trigger', { id: 'docs' })).json().runId;
+  const inFlight = (await e.get('/jobs')).json().jobs[0].state.lastRun;
+  t.match(inFlight, { runId, job: 'docs' }, 'a run in flight is the last run');
+  t.equal((await e.post('/trigger', { id: 'docs' })).status, 409);
+  await e.app.runs.idle();
+  t.equal((await e.post('/trigger', { id: 'nope' })).status, 404);
+  const rows = (await e.get('/jobs')).json().jobs;
+  const history = (await e.get('/history?id=docs')).json();
+  t.same(rows[0].state.lastRun, history.runs[0], 'lastRun is the run object of the newest run');
+  t.match(rows[0].state.lastRun, { runId, status: 'ok', records: 2 });
+  await e.post('/jobs', { ...job, enabled: false });
+  t.equal((await e.post('/trigger', { id: 'docs' })).status, 409);
+
+  // Ghost rows of a job that no longer exists: an orphan run and a stand-down record.
+  await e.app.engine.state.runs.start({ id: 'ghost-run', jobId: 'gone' });
+  await e.app.engine.state.settings.set('scheduler.standDown.gone', { at: new Date().toISOString() });
+  const repaired = await e.post('/jobs/reconcile-roster');
+  t.equal(repaired.status, 200);
+  t.equal(repaired.json().repaired.length, 2);
+  const events = (await e.get('/audit?limit=50')).json().events as Array<{
+    action: string;
+    outcome: string;
+    target: string | null;
+    detail: Record<string, unknown>;
+    actor: { method: string };
+  }>;
+  const triggers = events.filter((ev) => ev.action === 'run-trigger').reverse();
+  t.same(
+    triggers.map((ev) => [ev.outcome, ev.target, ev.detail]),
+    [
+      ['applied', 'docs', { runId }],
+      ['refused', 'docs', { reason: 'in-flight', runId }],
+      ['refused', 'nope', { reason: 'not-found' }],
+      ['refused', 'docs', { reason: 'paused' }],
+    ],
+  );
+  const reconcile = events.filter((ev) => ev.action === 'job-roster-reconcile');
+  t.equal(reconcile.length, 1);
+  t.match(reconcile[0], { outcome: 'applied', target: null, detail: { repaired: 2, runs: 1, records: 1 } });
+});
+
 t.test('without the flag the test-fault prefix is 404 before authentication', async (t) => {
   const e = await engine(t);
   const r = await http(`${e.url}/admin/test-fault/status`);

@@ -3,7 +3,7 @@
  * `coffer-recover bundle open` CLI as a child process), the engine generating a sealed bundle over
  * HTTP that the CLI unseals and verifies with the vendor key (wrong key, tampering and pin
  * mismatch refused with their exit codes), the browser-error ring (scrubbed, bounded, oversize
- * body refused unread with 413), the diagnostics pull, and a document free of job ids and paths.
+ * body refused unread with 400), the diagnostics pull, and a document free of job ids and paths.
  */
 import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
@@ -197,7 +197,7 @@ t.test('POST folds in a scrubbed, bounded browser error ring; oversize is refuse
     headers: { ...admin, 'content-type': 'application/json' },
     raw: JSON.stringify({ browserErrors: [{ message: 'y'.repeat(70 * 1024) }] }),
   });
-  t.equal(huge.status, 413, 'oversize body refused before it is read');
+  t.equal(huge.status, 400, 'oversize body refused before it is read (400, the Errors table)');
   t.same(huge.json(), { error: 'request body too large' });
   t.equal(
     (await http(`${e.url}/admin/support/bundle`, { method: 'POST', body: {} })).status,

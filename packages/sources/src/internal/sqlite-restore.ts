@@ -10,6 +10,9 @@
  *   inserts the rows, then creates the table's indexes and triggers (after the rows, so triggers do
  *   not fire on restored rows) and sets its AUTOINCREMENT counter. Everything for one table happens
  *   in one transaction: a failed or truncated record leaves no trace.
+ * - The SQL of a record is archive data, never trusted: each string must be the one CREATE
+ *   statement its entry stands for, checked before the record touches the target (the target file
+ *   is not even opened for a refused record; sqlite-statements.ts, ERR_SOURCE_UNSAFE_STATEMENT).
  * - Foreign keys are not enforced while restoring (a subset may lack parent tables; the restore
  *   plan reports them as dependency warnings from the records' metadata).
  */
@@ -18,6 +21,7 @@ import { quoteName, SourceError } from '../errors.ts';
 import type { RecordBody } from '../types.ts';
 import { chunksOf } from './common.ts';
 import { asSchema, asTableHeader, decodeCell, quoteIdent, type SqliteSchema } from './sqlite-codec.ts';
+import { checkSchemaStatements, runSchemaStatement } from './sqlite-statements.ts';
 
 const MAX_LINE = 512 * 1024 * 1024;
 const MAX_SCHEMA = 64 * 1024 * 1024;
@@ -88,7 +92,7 @@ async function inTransaction<T>(db: Database.Database, fn: () => Promise<T>): Pr
 
 /** Writes the schema record. */
 export async function restoreSchema(
-  db: Database.Database,
+  openTarget: () => Database.Database,
   body: RecordBody,
   name: string,
   onBodyError: (err: unknown) => unknown,
@@ -106,22 +110,42 @@ export async function restoreSchema(
   }
   if (schema === null) throw invalid(name, 'not a coffer-sqlite-schema/1 record');
   const s = schema;
+  // Every statement is checked before the first one runs (sqlite-statements.ts).
+  const tables = checkSchemaStatements(
+    name,
+    s.tables.map((t) => ({ sql: t.sql, kind: 'table' as const, name: t.name })),
+  );
+  const virtualTables = checkSchemaStatements(
+    name,
+    (s.virtualTables ?? []).map((v) => ({ sql: v.sql, kind: 'virtual-table' as const, name: v.name })),
+  );
+  const views = checkSchemaStatements(
+    name,
+    s.views.map((v) => ({ sql: v.sql, kind: 'view' as const, name: v.name })),
+  );
+  const viewTriggers = checkSchemaStatements(
+    name,
+    (s.viewTriggers ?? []).map((sql) => ({ sql: String(sql), kind: 'trigger' as const })),
+  );
+  // Opened only now: a refused record leaves no target file behind.
+  const db = openTarget();
   await inTransaction(db, async () => {
-    for (const t of s.tables) {
-      if (objectExists(db, t.name) !== undefined) {
+    for (const t of tables) {
+      if (objectExists(db, t.creates) !== undefined) {
         throw new SourceError(
           'ERR_SOURCE_TARGET_EXISTS',
-          `sqlite: table ${quoteName(t.name)} already exists in the target`,
+          `sqlite: table ${quoteName(t.creates)} already exists in the target`,
           {
             record: name,
           },
         );
       }
-      db.exec(t.sql);
+      runSchemaStatement(db, name, t);
     }
-    for (const v of s.virtualTables ?? []) if (objectExists(db, v.name) === undefined) db.exec(v.sql);
-    for (const v of s.views) if (objectExists(db, v.name) === undefined) db.exec(v.sql);
-    for (const trigger of s.viewTriggers ?? []) db.exec(trigger);
+    for (const v of virtualTables)
+      if (objectExists(db, v.creates) === undefined) runSchemaStatement(db, name, v);
+    for (const v of views) if (objectExists(db, v.creates) === undefined) runSchemaStatement(db, name, v);
+    for (const trigger of viewTriggers) runSchemaStatement(db, name, trigger);
     if (Number.isSafeInteger(s.userVersion)) db.pragma(`user_version = ${s.userVersion | 0}`);
     if (Number.isSafeInteger(s.applicationId)) db.pragma(`application_id = ${s.applicationId | 0}`);
   });
@@ -129,7 +153,7 @@ export async function restoreSchema(
 
 /** Writes one table record; returns the number of rows inserted. */
 export async function restoreTable(
-  db: Database.Database,
+  openTarget: () => Database.Database,
   body: RecordBody,
   name: string,
   expectedTable: string,
@@ -149,9 +173,20 @@ export async function restoreTable(
   if (header.table.toLowerCase() !== expectedTable.toLowerCase()) {
     throw invalid(name, 'header names another table');
   }
+  // Every statement is checked before the first one runs (sqlite-statements.ts).
+  const create = checkSchemaStatements(name, [{ sql: header.sql, kind: 'table', name: header.table }])[0]!;
+  const indexes = checkSchemaStatements(
+    name,
+    header.indexes.map((sql) => ({ sql, kind: 'index' as const, table: header.table })),
+  );
+  const triggers = checkSchemaStatements(
+    name,
+    header.triggers.map((sql) => ({ sql, kind: 'trigger' as const, table: header.table })),
+  );
+  const db = openTarget();
   return inTransaction(db, async () => {
     const existing = objectExists(db, header.table);
-    if (existing === undefined) db.exec(header.sql);
+    if (existing === undefined) runSchemaStatement(db, name, create);
     else if (existing.type !== 'table' || hasRows(db, header.table)) {
       throw new SourceError(
         'ERR_SOURCE_TARGET_EXISTS',
@@ -188,8 +223,8 @@ export async function restoreTable(
     }
     if (rows !== header.rows)
       throw invalid(name, `holds ${rows} rows, its header says ${header.rows} (truncated?)`);
-    for (const sql of header.indexes) db.exec(sql);
-    for (const sql of header.triggers) db.exec(sql);
+    for (const index of indexes) runSchemaStatement(db, name, index);
+    for (const trigger of triggers) runSchemaStatement(db, name, trigger);
     if (header.autoincrement !== null) {
       const seq = BigInt(header.autoincrement);
       const updated = db.prepare('UPDATE sqlite_sequence SET seq = ? WHERE name = ?').run(seq, header.table);

@@ -15,7 +15,7 @@ import type {
   PreconditionReason,
 } from '../api.ts';
 import { StateError } from '../errors.ts';
-import type { Db, Tx } from './db.ts';
+import { CallerError, type Db, type Tx } from './db.ts';
 import { changedFieldNames, checkId, isPlainObject, parseStored, toStored } from './json.ts';
 import type { JobsTable } from './schema.ts';
 
@@ -155,6 +155,14 @@ export function jobsRepository(db: Db): JobsRepository {
       const id = job.id;
       const configText = toStored(job, 'the job configuration');
       const ifMatchRev = options.ifMatchRev;
+      const guard = (stored: JobConfig | null | 'unreadable') => {
+        if (!options.guard) return;
+        try {
+          options.guard(stored);
+        } catch (e) {
+          throw new CallerError(e);
+        }
+      };
       return db.write(
         'writing a job',
         async (trx): Promise<JobWriteResult> => {
@@ -175,6 +183,7 @@ export function jobsRepository(db: Db): JobsRepository {
               const changedFields = await fieldsChangedSince(trx, id, ifMatchRev, row.config_rev, stored);
               refuse({ ...base, reason: 'base-moved', changedFields });
             }
+            guard(stored ?? 'unreadable');
             const changed = stored ? changedFieldNames(stored, job) : Object.keys(job).sort();
             if (changed.length === 0) {
               await trx.updateTable('jobs').set({ updated_at: now }).where('id', '=', id).execute();
@@ -210,6 +219,7 @@ export function jobsRepository(db: Db): JobsRepository {
           } else if (typeof ifMatchRev === 'number') {
             refuse({ ...base, reason: 'deleted-under-you' });
           }
+          guard(null);
           const rev = tomb ? tomb.deleted_rev + 1 : 1;
           const fields = Object.keys(job).sort();
           const next: JobsTable = {

@@ -475,7 +475,7 @@ export default async function restoreRoutes(app: FastifyInstance): Promise<void>
     '/restore/approval-policy',
     {
       onRequest: [app.requireCapability('keys.ceremony'), app.rateLimitCaller],
-      config: { capability: 'keys.ceremony' },
+      config: { capability: 'keys.ceremony', audit: { action: 'restore-approval-policy' } },
       schema: {
         summary: 'Turn restore approval (dual control) on or off (owner)',
         operationId: 'restoreApprovalPolicy',
@@ -484,10 +484,23 @@ export default async function restoreRoutes(app: FastifyInstance): Promise<void>
       },
     },
     async (request) => {
+      const previous = await approvalPolicy(app);
       await state.settings.set(APPROVAL_ENABLED_KEY, request.body.enabled);
       if (request.body.minDelaySeconds !== undefined)
         await state.settings.set(APPROVAL_MIN_DELAY_KEY, request.body.minDelaySeconds);
-      return { ok: true, ...(await approvalPolicy(app)) };
+      const policy = await approvalPolicy(app);
+      // Dual control switched off is exactly what an attacker with an owner session wants unseen.
+      await app.audit.forRequest(request, {
+        action: 'restore-approval-policy',
+        outcome: 'applied',
+        detail: {
+          enabled: policy.enabled,
+          minDelaySeconds: policy.minDelaySeconds,
+          previous: { enabled: previous.enabled, minDelaySeconds: previous.minDelaySeconds },
+          changedFields: (['enabled', 'minDelaySeconds'] as const).filter((f) => previous[f] !== policy[f]),
+        },
+      });
+      return { ok: true, ...policy };
     },
   );
 

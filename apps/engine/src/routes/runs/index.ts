@@ -43,7 +43,7 @@ export default async function runsRoutes(app: FastifyInstance): Promise<void> {
     '/trigger',
     {
       onRequest: [app.requireCapability('run.trigger'), app.rateLimitCaller],
-      config: { capability: 'run.trigger' },
+      config: { capability: 'run.trigger', audit: { action: 'run-trigger', targetField: 'id' } },
       schema: {
         summary: 'Run a job now; the reply carries the run id (409 when a run is in flight)',
         operationId: 'triggerRun',
@@ -52,17 +52,32 @@ export default async function runsRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (request, reply) => {
-      const result = await app.runs.trigger(request.body.id, 'manual');
+      const id = request.body.id;
+      const result = await app.runs.trigger(id, 'manual');
+      const refused = (reason: string, detail: Record<string, unknown> = {}) =>
+        app.audit.forRequest(request, {
+          action: 'run-trigger',
+          outcome: 'refused',
+          target: id,
+          detail: { reason, ...detail },
+        });
       switch (result.kind) {
         case 'started':
-          return { ok: true, id: request.body.id, runId: result.runId, status: 'running' };
+          await app.audit.forRequest(request, {
+            action: 'run-trigger',
+            outcome: 'applied',
+            target: id,
+            detail: { runId: result.runId },
+          });
+          return { ok: true, id, runId: result.runId, status: 'running' };
         case 'in-flight':
-          return reply
-            .code(409)
-            .send({ error: 'job has a run in flight', id: request.body.id, runId: result.runId });
+          await refused('in-flight', { runId: result.runId });
+          return reply.code(409).send({ error: 'job has a run in flight', id, runId: result.runId });
         case 'paused':
-          return reply.code(409).send({ error: 'job is paused', id: request.body.id });
+          await refused('paused');
+          return reply.code(409).send({ error: 'job is paused', id });
         default:
+          await refused('not-found');
           return reply.code(404).send({ error: 'job not found' });
       }
     },
@@ -219,7 +234,7 @@ export default async function runsRoutes(app: FastifyInstance): Promise<void> {
     '/jobs/reconcile-roster',
     {
       onRequest: [app.requireCapability('keys.ceremony'), app.rateLimitCaller],
-      config: { capability: 'keys.ceremony' },
+      config: { capability: 'keys.ceremony', audit: { action: 'job-roster-reconcile' } },
       schema: {
         summary: 'Repair ghost rows (abandon orphan runs, drop their checkpoints and stale records)',
         operationId: 'reconcileRoster',
@@ -244,6 +259,12 @@ export default async function runsRoutes(app: FastifyInstance): Promise<void> {
         repaired.push(g);
       }
       request.log.info({ event: 'roster-reconciled', repaired: repaired.length }, 'roster reconciled');
+      const runs = repaired.filter((g) => g.kind === 'run').length;
+      await app.audit.forRequest(request, {
+        action: 'job-roster-reconcile',
+        outcome: 'applied',
+        detail: { repaired: repaired.length, runs, records: repaired.length - runs },
+      });
       return { ok: true, repaired };
     },
   );

@@ -9,7 +9,7 @@
  * - `POST /admin/support/bundle` (`posture.read`, rate-limited): generates a bundle, folding in an
  *   optional bounded ring of browser errors (at most 50, each message at most 1 KiB) that are
  *   scrubbed, placed in the bundle and then discarded (never stored or logged). A body over
- *   BUNDLE_BODY_LIMIT is refused with 413 before it is read.
+ *   BUNDLE_BODY_LIMIT is refused with 400 before it is read.
  * - `POST /admin/support/credentials` (owner only; 403 `required: 'owner'` otherwise): mints the
  *   scope's pull credential (replacing an existing one); the secret is in this reply only.
  * - `POST /admin/support/credentials/delete` (owner only): revokes by scope.

@@ -7,8 +7,8 @@
  * Every POST runs: authentication -> capability gate -> per-caller rate limit -> validation ->
  * handler. The `ifMatchRev` precondition is decided by @coffer/state inside the write's
  * transaction (preconditions.ts maps its refusals to 409), and a change of the restore-test
- * cadence additionally needs `scheduledtest.config`, checked against the stored value and pinned
- * to the revision it was read at (see `upsert`).
+ * cadence additionally needs `scheduledtest.config`, checked against the stored value inside that
+ * same transaction (see `upsert`).
  */
 import { can, forbiddenBody } from '@coffer/authz';
 import { isStateError, type JobRecord, type State } from '@coffer/state';
@@ -16,6 +16,7 @@ import type { FastifyInstance } from 'fastify';
 import { Compile } from 'typebox/compile';
 import type { RequestAuditEvent } from '../../../audit/index.ts';
 import type { EngineCaller } from '../../../plugins/auth.ts';
+import { runObjects } from '../../../runs/view.ts';
 import { ifMatchRevOf, refusalBody } from './preconditions.ts';
 import { BulkBody, DeleteBody, type JobConfig, MAX_BATCH, normaliseJob, UpsertBody } from './schema.ts';
 
@@ -29,58 +30,62 @@ type UpsertResult =
   | { status: 403; body: ReturnType<typeof forbiddenBody> }
   | { status: 409; body: ReturnType<typeof refusalBody> };
 
-function jobRow(job: JobRecord) {
+/**
+ * One row of `GET /admin/jobs`: the job, its `configRev` and its state. `lastRun` is the newest run
+ * of the job's history ring (any status, in flight included) as the run object of docs/runs.md,
+ * or null when the job has not run (or its ring was dropped).
+ */
+async function jobRow(state: State, job: JobRecord) {
   const enabled = job.config.enabled !== false;
-  return { ...job.config, id: job.id, configRev: job.configRev, state: { paused: !enabled, lastRun: null } };
+  const [newest] = await state.runs.listForJob(job.id, { limit: 1 });
+  const lastRun = newest === undefined ? null : ((await runObjects(state, [newest]))[0] ?? null);
+  return { ...job.config, id: job.id, configRev: job.configRev, state: { paused: !enabled, lastRun } };
 }
 
 const cadenceOf = (config: Record<string, unknown> | undefined): number | null =>
   (config?.restoreTestCadenceSeconds as number | null | undefined) ?? null;
 
+/** Thrown by the cadence guard inside the write's transaction; answered 403. */
+class CadenceRefused extends Error {}
+
 /**
  * One upsert. A caller without `scheduledtest.config` may write a job only when the write leaves
- * the restore-test cadence as stored; that comparison is pinned to the revision it was made
- * against (the write carries that revision as its precondition, retried a few times if another
- * writer moves the job meanwhile), so a concurrent change cannot be overwritten unchecked.
+ * the restore-test cadence as stored. That comparison runs inside the store's write transaction
+ * (the `guard` of jobs.upsert), so a concurrent change cannot slip in between the check and the
+ * write, and the caller's own `ifMatchRev` is the only precondition: a write without the key is
+ * applied with no base check (the key-absent row of the precondition table).
  */
 async function upsert(state: State, caller: EngineCaller, body: UpsertBody): Promise<UpsertResult> {
   const sent = ifMatchRevOf(body);
   const job = normaliseJob(body);
   const config = job as unknown as { id: string } & Record<string, unknown>;
   const mayChangeCadence = can(caller.authz, 'scheduledtest.config');
+  const guard = mayChangeCadence
+    ? undefined
+    : (stored: Record<string, unknown> | null | 'unreadable') => {
+        // An unreadable record's cadence is unknown: only a caller who may change it replaces it.
+        if (stored === 'unreadable' || cadenceOf(stored ?? undefined) !== job.restoreTestCadenceSeconds)
+          throw new CadenceRefused();
+      };
   try {
-    for (let attempt = 0; ; attempt++) {
-      let ifMatchRev = sent;
-      if (!mayChangeCadence) {
-        const current = await state.jobs.get(job.id);
-        if (cadenceOf(current?.config) !== job.restoreTestCadenceSeconds) {
-          return { status: 403, body: forbiddenBody('scheduledtest.config', caller.authz) };
-        }
-        // Pin the comparison: with no precondition of its own the write must meet the revision read.
-        if (sent === undefined && current) ifMatchRev = current.configRev;
-      }
-      try {
-        const result = await state.jobs.upsert(config, { ifMatchRev });
-        return {
-          status: 200,
-          body: {
-            ok: true,
-            id: job.id,
-            configRev: result.job.configRev,
-            created: result.outcome === 'created' || result.outcome === 'recreated',
-            job,
-          },
-          changedFields: result.changedFields,
-        };
-      } catch (err) {
-        const pinnedRetry = sent === undefined && ifMatchRev !== undefined && attempt < 3;
-        if (pinnedRetry && isStateError(err, 'ERR_STATE_PRECONDITION')) continue;
-        throw err;
-      }
-    }
+    const result = await state.jobs.upsert(config, { ifMatchRev: sent, ...(guard ? { guard } : {}) });
+    return {
+      status: 200,
+      body: {
+        ok: true,
+        id: job.id,
+        configRev: result.job.configRev,
+        created: result.outcome === 'created' || result.outcome === 'recreated',
+        job,
+      },
+      changedFields: result.changedFields,
+    };
   } catch (err) {
+    if (err instanceof CadenceRefused) {
+      return { status: 403, body: forbiddenBody('scheduledtest.config', caller.authz) };
+    }
     if (isStateError(err, 'ERR_STATE_PRECONDITION') && err.precondition) {
-      return { status: 409, body: refusalBody({ ...err.precondition, yourRev: sent ?? null }) };
+      return { status: 409, body: refusalBody(err.precondition, sent) };
     }
     throw err;
   }
@@ -126,8 +131,9 @@ export default async function jobsRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async () => {
-      const jobs = await app.engine.state.jobs.list();
-      return { jobs: jobs.map(jobRow) };
+      const state = app.engine.state;
+      const jobs = await state.jobs.list();
+      return { jobs: await Promise.all(jobs.map((job) => jobRow(state, job))) };
     },
   );
 
@@ -245,7 +251,7 @@ export default async function jobsRoutes(app: FastifyInstance): Promise<void> {
             target: request.body.id,
             detail: { reason: err.precondition.reason },
           });
-          return reply.code(409).send(refusalBody({ ...err.precondition, yourRev: ifMatchRev ?? null }));
+          return reply.code(409).send(refusalBody(err.precondition, ifMatchRev));
         }
         throw err;
       }

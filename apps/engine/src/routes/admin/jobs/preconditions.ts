@@ -4,7 +4,8 @@
  * transaction (its JobsRepository documents the full table); this module reads the key by
  * presence and turns a refusal into the specification's 409 body: `error` (a sentence),
  * `refusal: 'precondition-failed'` and `precondition { reason, id, yourRev, currentRev,
- * changedFields, changedAt }`, where `changedFields` names fields, never values.
+ * changedFields, changedAt }`, where `changedFields` names fields, never values and `yourRev` is
+ * present only when the caller sent `ifMatchRev`.
  */
 import type { IfMatchRev, JobPrecondition, PreconditionReason } from '@coffer/state';
 
@@ -23,21 +24,28 @@ const SENTENCES: Record<PreconditionReason, string> = {
   'precondition-unreadable': 'the precondition could not be checked; nothing was written',
 };
 
+/**
+ * `yourRev` echoes what the caller sent, by presence like the request: the number, `null` when
+ * null was sent, and no `yourRev` key at all when `ifMatchRev` was not sent, so "not sent" never
+ * reads as "believed not to exist".
+ */
+export type RefusalPrecondition = Omit<JobPrecondition, 'yourRev'> & { yourRev?: number | null };
+
 export interface RefusalBody {
   error: string;
   refusal: 'precondition-failed';
-  precondition: JobPrecondition;
+  precondition: RefusalPrecondition;
 }
 
-/** The 409 body for a refusal reported by the store. */
-export function refusalBody(precondition: JobPrecondition): RefusalBody {
+/** The 409 body for a refusal reported by the store; `sent` is the request's `ifMatchRev`. */
+export function refusalBody(precondition: JobPrecondition, sent: IfMatchRev): RefusalBody {
   return {
     error: SENTENCES[precondition.reason],
     refusal: 'precondition-failed',
     precondition: {
       reason: precondition.reason,
       id: precondition.id,
-      yourRev: precondition.yourRev,
+      ...(sent === undefined ? {} : { yourRev: sent }),
       currentRev: precondition.currentRev,
       changedFields: [...precondition.changedFields],
       changedAt: precondition.changedAt,
