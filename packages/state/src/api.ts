@@ -607,6 +607,11 @@ export interface OpenStateOptions {
   lockTimeoutMs?: number;
   /** PostgreSQL pool size. Default 10. */
   poolMax?: number;
+  /**
+   * SQLite `synchronous` level. Default `FULL` (every commit fsynced, see README "Durability");
+   * `NORMAL` exists only so bench/state.mjs can measure what FULL costs. The engine never sets it.
+   */
+  sqliteSynchronous?: 'FULL' | 'NORMAL';
 }
 
 export interface State {
@@ -627,6 +632,11 @@ export interface State {
   readonly updates: UpdateStateRepository;
   /** One trivial query; throws ERR_STATE_UNAVAILABLE when the database does not answer. */
   ping(): Promise<void>;
+  /**
+   * SQLite: the open connection's `journalMode` (`wal`) and `synchronous` level (`FULL`), read
+   * back from the database; null on PostgreSQL (durable at commit by its own WAL).
+   */
+  durability(): Promise<{ journalMode: string; synchronous: string } | null>;
   /**
    * Closes the connection(s) after the operations already started have settled (so a graceful
    * shutdown loses no write); idempotent. Calls made after `close` began throw ERR_STATE_CLOSED.

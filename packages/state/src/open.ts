@@ -41,6 +41,7 @@ export async function openState(options: OpenStateOptions): Promise<State> {
     notifications: notificationsRepository(db),
     updates: updateStateRepository(db),
     ping: () => db.ping(),
+    durability: () => db.durability(),
     close: () => db.close(),
   };
 }
