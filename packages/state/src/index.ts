@@ -18,3 +18,10 @@ export type * from './api.ts';
 export type { StateErrorCode } from './errors.ts';
 export { isStateError, STATE_ERROR_CODES, StateError } from './errors.ts';
 export { openState } from './open.ts';
+export {
+  holdLease,
+  type KeepLeaseOptions,
+  keepLease,
+  LEASE_TAKEN,
+  LEASE_UNRENEWABLE,
+} from './held-lease.ts';
