@@ -353,6 +353,31 @@ export interface LeasesRepository {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Rate limits
+
+/** A counter's state after a hit (or a read): requests in the current window and time to its end. */
+export interface RateLimitCount {
+  count: number;
+  resetInMs: number;
+}
+
+/**
+ * Fixed-window request counters kept in the store, so every engine process sharing it counts
+ * against one limit (the specification's per-caller limit on mutating POSTs).
+ */
+export interface RateLimitsRepository {
+  /**
+   * Counts one request under `key` (one atomic upsert): a new window of `windowMs` starts when
+   * none is open. Returns the count within the window, this request included.
+   */
+  hit(key: string, windowMs: number): Promise<RateLimitCount>;
+  /** The counter without counting (count 0 when no window is open). */
+  read(key: string, windowMs: number): Promise<RateLimitCount>;
+  /** Deletes counters whose window started more than `olderThanMs` ago; returns how many. */
+  prune(olderThanMs: number): Promise<number>;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Settings, update state
 
 /**
@@ -672,6 +697,7 @@ export interface State {
   readonly runs: RunsRepository;
   readonly checkpoints: CheckpointsRepository;
   readonly leases: LeasesRepository;
+  readonly rateLimits: RateLimitsRepository;
   readonly settings: SettingsRepository;
   readonly roles: RolesRepository;
   readonly sessions: SessionsRepository;

@@ -305,3 +305,34 @@ export async function auditSuite(t: Test, makeTarget: MakeTarget): Promise<void>
     );
   });
 }
+
+export async function rateLimitsSuite(t: Test, makeTarget: MakeTarget): Promise<void> {
+  t.test('two instances count against one window; it resets when over; prune', async (t) => {
+    const target = await makeTarget(t);
+    const c = clock();
+    const a = await target.open({ now: c.now });
+    const b = await target.open({ now: c.now });
+    const hits = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => (i % 2 ? a : b).rateLimits.hit('admin-token', 60_000)),
+    );
+    t.same(
+      hits.map((h) => h.count).sort((x, y) => x - y),
+      Array.from({ length: 40 }, (_, i) => i + 1),
+      'every hit from either instance got its own count: one shared counter',
+    );
+    t.equal(hits[0]!.resetInMs, 60_000);
+    c.advance(20_000);
+    t.same(await b.rateLimits.read('admin-token', 60_000), { count: 40, resetInMs: 40_000 }, 'read');
+    t.same(await a.rateLimits.read('other', 60_000), { count: 0, resetInMs: 0 }, 'another caller');
+    t.equal((await a.rateLimits.read('admin-token', 60_000)).count, 40, 'read does not count');
+    c.advance(40_000);
+    t.same(await a.rateLimits.hit('admin-token', 60_000), { count: 1, resetInMs: 60_000 }, 'a new window');
+    await a.rateLimits.hit('old', 1000);
+    c.advance(120_001);
+    await a.rateLimits.hit('fresh', 1000);
+    t.equal(await a.rateLimits.prune(120_000), 2, 'windows started long ago are dropped');
+    t.equal((await a.rateLimits.read('fresh', 1000)).count, 1, 'a recent one stays');
+    await failsWith(t, a.rateLimits.hit('', 1000), 'ERR_STATE_INVALID', 'empty key');
+    await failsWith(t, a.rateLimits.hit('k', 0), 'ERR_STATE_INVALID', 'zero window');
+  });
+}
