@@ -54,7 +54,10 @@ export function keepLease(leases: LeasesRepository, lease: Lease, options: KeepL
       if (now() >= expiresAt) lose(LEASE_UNRENEWABLE);
     }
   };
-  const timer = setInterval(() => void renew(), options.renewEveryMs ?? Math.max(50, Math.floor(options.ttlMs / 3)));
+  const timer = setInterval(
+    () => void renew(),
+    options.renewEveryMs ?? Math.max(50, Math.floor(options.ttlMs / 3)),
+  );
   timer.unref();
 
   return {

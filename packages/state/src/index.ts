@@ -17,7 +17,6 @@
 export type * from './api.ts';
 export type { StateErrorCode } from './errors.ts';
 export { isStateError, STATE_ERROR_CODES, StateError } from './errors.ts';
-export { openState } from './open.ts';
 export {
   holdLease,
   type KeepLeaseOptions,
@@ -25,3 +24,4 @@ export {
   LEASE_TAKEN,
   LEASE_UNRENEWABLE,
 } from './held-lease.ts';
+export { openState } from './open.ts';

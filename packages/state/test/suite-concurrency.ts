@@ -116,7 +116,11 @@ export async function leasesSuite(t: Test, makeTarget: MakeTarget): Promise<void
     const la = (await a.leases.acquire('run:j', 'engine-a', 3000))!;
     const tokenA = { name: 'run:j', holder: 'engine-a', fence: la.fence };
     await a.runs.start({ id: 'r1', jobId: 'j' });
-    t.equal((await a.leases.assertHeld(tokenA, { extendMs: 3000 })).fence, la.fence, 'held: the check passes');
+    t.equal(
+      (await a.leases.assertHeld(tokenA, { extendMs: 3000 })).fence,
+      la.fence,
+      'held: the check passes',
+    );
     await a.checkpoints.put('r1', 'j', new Uint8Array([1]), { lease: tokenA });
     c.advance(3001);
     // Expired but not taken: the fence still says nobody acquired it since.
@@ -139,7 +143,11 @@ export async function leasesSuite(t: Test, makeTarget: MakeTarget): Promise<void
       'ERR_STATE_LEASE_LOST',
       'fenced checkpoint',
     );
-    t.same([...((await a.checkpoints.get('r1'))?.sealed ?? [])], [1], 'the checkpoint is the last fenced one');
+    t.same(
+      [...((await a.checkpoints.get('r1'))?.sealed ?? [])],
+      [1],
+      'the checkpoint is the last fenced one',
+    );
     const tokenB = { name: 'run:j', holder: 'engine-b', fence: lb.fence };
     t.equal(
       (await b.runs.transition('r1', ['running'], { status: 'ok' }, { lease: tokenB }))?.status,

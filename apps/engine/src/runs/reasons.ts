@@ -43,7 +43,8 @@ export const REASON_RUN_FAILED = 'run failed';
  * record, because the run belongs to the lock's new holder (or the next resume), not to the
  * attempt that lost it.
  */
-export const REASON_LEASE_LOST = 'run lock lost (another engine holds the run; this attempt committed nothing)';
+export const REASON_LEASE_LOST =
+  'run lock lost (another engine holds the run; this attempt committed nothing)';
 
 export const HANDOFF_CLASSES = [
   'invalid-payload',

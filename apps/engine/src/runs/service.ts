@@ -27,7 +27,14 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { ObjectStore } from '@coffer/objectstore';
-import { isStateError, keepLease, type Lease, type LeaseToken, type RunRecord, type State } from '@coffer/state';
+import {
+  isStateError,
+  keepLease,
+  type Lease,
+  type LeaseToken,
+  type RunRecord,
+  type State,
+} from '@coffer/state';
 import {
   type AttemptOutcome,
   attemptRun,
@@ -339,7 +346,12 @@ export class RunService {
     };
   }
 
-  private async settle(job: RunJob, run: RunRecord, outcome: AttemptOutcome, lease: LeaseToken): Promise<void> {
+  private async settle(
+    job: RunJob,
+    run: RunRecord,
+    outcome: AttemptOutcome,
+    lease: LeaseToken,
+  ): Promise<void> {
     const runs = this.o.state.runs;
     // Fenced: each outcome is written only while this attempt still holds the run lock.
     const fenced = { lease };
@@ -358,22 +370,27 @@ export class RunService {
         );
         return;
       case 'ok':
-        await runs.transition(run.id, ['running'], {
-          status: 'ok',
-          reason: null,
-          causeDigest: null,
-          finishedAt: at,
-          records: outcome.records,
-          bytes: outcome.bytes,
-          warnings: outcome.warnings,
-          destinations: outcome.destinations,
-          detail: {
-            retryAt: null,
-            interrupted: null,
-            sourceFingerprint: outcome.fingerprint,
-            unchangedFrom: outcome.unchangedFrom ?? null,
+        await runs.transition(
+          run.id,
+          ['running'],
+          {
+            status: 'ok',
+            reason: null,
+            causeDigest: null,
+            finishedAt: at,
+            records: outcome.records,
+            bytes: outcome.bytes,
+            warnings: outcome.warnings,
+            destinations: outcome.destinations,
+            detail: {
+              retryAt: null,
+              interrupted: null,
+              sourceFingerprint: outcome.fingerprint,
+              unchangedFrom: outcome.unchangedFrom ?? null,
+            },
           },
-        }, fenced);
+          fenced,
+        );
         await this.o.state.checkpoints.delete(run.id);
         this.o.log.info(
           {
@@ -393,15 +410,20 @@ export class RunService {
       case 'failed':
       case 'retry': {
         const f = outcome.failure;
-        await runs.transition(run.id, ['running'], {
-          status: 'failed',
-          reason: f.reason,
-          causeDigest: f.causeDigest,
-          finishedAt: at,
-          warnings: outcome.kind === 'failed' ? outcome.warnings : 0,
-          destinations: outcome.destinations,
-          detail: { retryAt: null, code: f.code },
-        }, fenced);
+        await runs.transition(
+          run.id,
+          ['running'],
+          {
+            status: 'failed',
+            reason: f.reason,
+            causeDigest: f.causeDigest,
+            finishedAt: at,
+            warnings: outcome.kind === 'failed' ? outcome.warnings : 0,
+            destinations: outcome.destinations,
+            detail: { retryAt: null, code: f.code },
+          },
+          fenced,
+        );
         await this.finalCleanup(job, run.id, outcome.destinations);
         this.o.log.error(
           {
@@ -426,12 +448,17 @@ export class RunService {
         const ladder = this.o.ladderSeconds ?? DEFAULT_LADDER_SECONDS;
         const step = ladder[Math.min(parks - 1, ladder.length - 1)] ?? 60;
         const retryAt = new Date(this.now().getTime() + step * 1000).toISOString();
-        await runs.transition(run.id, ['running'], {
-          status: 'parked',
-          causeDigest: outcome.failure.causeDigest,
-          destinations: outcome.destinations,
-          detail: { retryAt, parks, parkedCode: outcome.failure.code, interrupted: null },
-        }, fenced);
+        await runs.transition(
+          run.id,
+          ['running'],
+          {
+            status: 'parked',
+            causeDigest: outcome.failure.causeDigest,
+            destinations: outcome.destinations,
+            detail: { retryAt, parks, parkedCode: outcome.failure.code, interrupted: null },
+          },
+          fenced,
+        );
         this.o.log.warn(
           {
             event: 'run-parked',

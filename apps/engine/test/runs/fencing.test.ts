@@ -60,7 +60,10 @@ t.test('a holder paused past its lease never commits the run its successor commi
   // A's last renewal was at most a third of the TTL before the freeze: wait the TTL and a margin.
   await new Promise((r) => setTimeout(r, (LEASE_SECONDS + 1.5) * 1000));
 
-  const b = startDriver({ ...common, DRIVER_DATA_DIR: join(root, 'b'), DRIVER_MODE: 'resume' }, () => undefined);
+  const b = startDriver(
+    { ...common, DRIVER_DATA_DIR: join(root, 'b'), DRIVER_MODE: 'resume' },
+    () => undefined,
+  );
   t.equal((await b.exit).code, 0, 'engine B settled the run');
   t.ok(
     b.lines.some((l) => l.event === 'run-resumed' && l.runId === runId),

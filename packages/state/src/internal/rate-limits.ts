@@ -21,7 +21,10 @@ function checkKey(key: unknown): string {
 
 function checkWindow(windowMs: unknown): number {
   if (typeof windowMs !== 'number' || !Number.isFinite(windowMs) || windowMs <= 0) {
-    throw new StateError('ERR_STATE_INVALID', 'a rate-limit window must be a positive number of milliseconds');
+    throw new StateError(
+      'ERR_STATE_INVALID',
+      'a rate-limit window must be a positive number of milliseconds',
+    );
   }
   return Math.ceil(windowMs);
 }

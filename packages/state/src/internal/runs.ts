@@ -13,9 +13,9 @@
  */
 import { sql } from 'kysely';
 import type {
-  LeaseToken,
   CheckpointRecord,
   CheckpointsRepository,
+  LeaseToken,
   RunCounters,
   RunDestinationState,
   RunPatch,
