@@ -198,7 +198,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     state,
   });
   await app.register(capabilityPlugin);
-  await app.register(rateLimitPlugin, options.rateLimit ?? {});
+  await app.register(rateLimitPlugin, { state, ...options.rateLimit });
   await app.register(auditPlugin, { state });
   await recordStartFacts(app.audit, state, config, app.log);
   await app.register(rootRoutes);

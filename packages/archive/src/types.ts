@@ -105,6 +105,13 @@ export interface ArchiveWriterOptions {
   compress?: boolean;
   /** Called after each shard is stored; `exportCheckpoint()` then reflects that shard. */
   onShard?: (event: ShardEvent) => void | Promise<void>;
+  /**
+   * Called by `finish()` before the commit touches the destination (removing stray shards,
+   * storing the index and signature) and again right before the manifest is stored; a throw
+   * aborts the commit and fails the writer with that error. The engine checks its run lease's
+   * fencing token here, so a holder that lost the lease never commits.
+   */
+  beforeCommit?: () => void | Promise<void>;
   /** Write `_RECOVERY/` (format pointer, signer public key, README) on finish; default true. */
   writeRecovery?: boolean;
   /** Clock for `startedAt` / `sealedAt`; default `() => new Date()`. */
@@ -129,6 +136,7 @@ export interface ResumeArchiveWriterOptions {
   /** Operational secret key: the checkpoint is sealed to the operational public key. */
   operationalSecretKey: Uint8Array;
   onShard?: ArchiveWriterOptions['onShard'];
+  beforeCommit?: ArchiveWriterOptions['beforeCommit'];
   writeRecovery?: boolean;
   now?: () => Date;
   workers?: number;

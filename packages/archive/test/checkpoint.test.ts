@@ -259,3 +259,52 @@ t.test(
     }
   },
 );
+
+t.test(
+  'commit fencing: beforeCommit refuses, nothing is committed; a second commit is refused',
+  async (t) => {
+    const k = keys();
+    const { store } = fsStore(t);
+    const lost = Object.assign(new Error('lease lost'), { code: 'ERR_STATE_LEASE_LOST' });
+    const recs = [0, 1, 2, 3].map((i) => ({ name: `r/${i}`, body: pseudoRandom(100_000, 20 + i) }));
+    // The checkpoint of a writer that will lose its lease, taken after its first stored shard.
+    let checkpoint: Uint8Array | null = null;
+    const stale = await createArchiveWriter(
+      writerOptions(store, k, {
+        shardSize: 64 * 1024,
+        onShard: async () => {
+          checkpoint ??= await stale.exportCheckpoint();
+        },
+      }),
+    );
+    for (const r of recs) await stale.addRecord(r);
+    let checks = 0;
+    const fenced = await createArchiveWriter(
+      writerOptions(store, k, {
+        runId: 'run-0002',
+        beforeCommit: () => {
+          checks++;
+          throw lost;
+        },
+      }),
+    );
+    await fenced.addRecord({ name: 'a', body: text(2000) });
+    await t.rejects(fenced.finish(), lost, 'the commit fails with the guard’s error');
+    t.equal(checks, 1, 'checked before the first write of the commit');
+    for (const f of ['manifest.json', 'manifest.sig', 'index.bin'])
+      t.equal(await store.head(`jobs/job-a/runs/run-0002/${f}`), null, `no ${f}`);
+
+    // Two writers of one run both reach the manifest (a paused holder and its successor): the
+    // manifest is create-only, so the second is refused and the first stays.
+    const { writer: resumed, resume } = await resumeArchiveWriter(checkpoint!, {
+      store,
+      signerSecretKey: k.signer.secretKey,
+      operationalSecretKey: k.operational.secretKey,
+    });
+    for (const r of recs.slice(resume.recordsDone)) await resumed.addRecord(r);
+    const first = await stale.finish();
+    const before = await store.head(first.manifestKey);
+    await t.rejects(resumed.finish(), { code: 'ERR_ARCHIVE_DESTINATION' }, 'the second commit is refused');
+    t.same(await store.head(first.manifestKey), before, 'the first manifest is untouched');
+  },
+);

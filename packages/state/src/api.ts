@@ -246,9 +246,15 @@ export interface RunsRepository {
   update(id: string, patch: RunPatch): Promise<RunRecord>;
   /**
    * Applies the patch only when the run's status is one of `from` (atomic compare-and-set).
-   * Returns the updated run, or null when absent or in another status.
+   * Returns the updated run, or null when absent or in another status. With `lease`, the same
+   * transaction first checks the lease (fencing): ERR_STATE_LEASE_LOST when it is no longer held.
    */
-  transition(id: string, from: RunStatus[], patch: RunPatch): Promise<RunRecord | null>;
+  transition(
+    id: string,
+    from: RunStatus[],
+    patch: RunPatch,
+    options?: { lease?: LeaseToken },
+  ): Promise<RunRecord | null>;
   get(id: string): Promise<RunRecord | null>;
   /** One job's ring, newest first. */
   listForJob(jobId: string, options?: { limit?: number }): Promise<RunRecord[]>;
@@ -272,8 +278,17 @@ export interface CheckpointRecord {
 
 /** One sealed checkpoint per run (the specification's per-run seal state object). */
 export interface CheckpointsRepository {
-  /** Inserts or replaces the run's checkpoint. */
-  put(runId: string, jobId: string, sealed: Uint8Array): Promise<CheckpointRecord>;
+  /**
+   * Inserts or replaces the run's checkpoint. With `lease`, only while that lease is held (the
+   * same transaction checks it): ERR_STATE_LEASE_LOST otherwise, so a stale holder cannot
+   * overwrite its successor's checkpoint.
+   */
+  put(
+    runId: string,
+    jobId: string,
+    sealed: Uint8Array,
+    options?: { lease?: LeaseToken },
+  ): Promise<CheckpointRecord>;
   get(runId: string): Promise<CheckpointRecord | null>;
   /** Returns true when a checkpoint was removed. */
   delete(runId: string): Promise<boolean>;
@@ -287,8 +302,34 @@ export interface Lease {
   holder: string;
   /** Epoch milliseconds. */
   expiresAt: number;
-  /** Fencing token: grows on every acquisition by a new holder; a renewal keeps it. */
+  /** Fencing token: grows on every acquisition (also a re-acquisition by the same holder); a renewal keeps it. */
   fence: number;
+}
+
+/** What a fenced write checks: `holder` still holds `name` with this fencing token, unexpired. */
+export interface LeaseToken {
+  name: string;
+  holder: string;
+  fence: number;
+}
+
+/**
+ * A lease kept alive by `holdLease` / `keepLease` (held-lease.ts): renewed every third of its TTL
+ * with its fencing token; `signal` aborts (reason: an ERR_STATE_LEASE_LOST StateError) the moment
+ * it is known lost: a renewal refused (another holder took it, or it was released), renewals
+ * failing until the lease's known expiry passed (the store unreachable), or `assertHeld` refused.
+ */
+export interface HeldLease extends LeaseToken {
+  readonly signal: AbortSignal;
+  /** Why it was lost, or null while held. */
+  readonly lostReason: string | null;
+  /**
+   * The commit-point check: one compare-and-set in the store (holder, fence, unexpired) that also
+   * extends the lease by its TTL. Throws ERR_STATE_LEASE_LOST (and aborts `signal`) when lost.
+   */
+  assertHeld(): Promise<void>;
+  /** Stops renewing and releases the lease (only if still held with this token). */
+  release(): Promise<void>;
 }
 
 /**
@@ -303,12 +344,46 @@ export interface LeasesRepository {
    * Returns the lease, or null when another holder has it.
    */
   acquire(name: string, holder: string, ttlMs: number): Promise<Lease | null>;
-  /** Extends a lease `holder` still holds (even if just expired but not taken). Null when lost. */
-  renew(name: string, holder: string, ttlMs: number): Promise<Lease | null>;
-  /** Releases it if `holder` holds it; returns whether it did. */
-  release(name: string, holder: string): Promise<boolean>;
-  /** The current lease (expired or not), or null. */
+  /**
+   * Extends a lease `holder` still holds (even if just expired but not taken); with `fence`, only
+   * while it still carries that fencing token. Null when lost.
+   */
+  renew(name: string, holder: string, ttlMs: number, fence?: number): Promise<Lease | null>;
+  /**
+   * The fencing check: succeeds only when `token.holder` holds `token.name` with `token.fence`
+   * and the lease has not expired; with `extendMs` it also extends it (one compare-and-set).
+   * Throws ERR_STATE_LEASE_LOST otherwise.
+   */
+  assertHeld(token: LeaseToken, options?: { extendMs?: number }): Promise<Lease>;
+  /** Releases it if `holder` holds it (with `fence`, only that acquisition); returns whether it did. */
+  release(name: string, holder: string, fence?: number): Promise<boolean>;
+  /** The current lease (expired or not), or null when never taken or released. */
   get(name: string): Promise<Lease | null>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rate limits
+
+/** A counter's state after a hit (or a read): requests in the current window and time to its end. */
+export interface RateLimitCount {
+  count: number;
+  resetInMs: number;
+}
+
+/**
+ * Fixed-window request counters kept in the store, so every engine process sharing it counts
+ * against one limit (the specification's per-caller limit on mutating POSTs).
+ */
+export interface RateLimitsRepository {
+  /**
+   * Counts one request under `key` (one atomic upsert): a new window of `windowMs` starts when
+   * none is open. Returns the count within the window, this request included.
+   */
+  hit(key: string, windowMs: number): Promise<RateLimitCount>;
+  /** The counter without counting (count 0 when no window is open). */
+  read(key: string, windowMs: number): Promise<RateLimitCount>;
+  /** Deletes counters whose window started more than `olderThanMs` ago; returns how many. */
+  prune(olderThanMs: number): Promise<number>;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -616,6 +691,11 @@ export interface OpenStateOptions {
   lockTimeoutMs?: number;
   /** PostgreSQL pool size. Default 10. */
   poolMax?: number;
+  /**
+   * SQLite `synchronous` level. Default `FULL` (every commit fsynced, see README "Durability");
+   * `NORMAL` exists only so bench/state.mjs can measure what FULL costs. The engine never sets it.
+   */
+  sqliteSynchronous?: 'FULL' | 'NORMAL';
 }
 
 export interface State {
@@ -626,6 +706,7 @@ export interface State {
   readonly runs: RunsRepository;
   readonly checkpoints: CheckpointsRepository;
   readonly leases: LeasesRepository;
+  readonly rateLimits: RateLimitsRepository;
   readonly settings: SettingsRepository;
   readonly roles: RolesRepository;
   readonly sessions: SessionsRepository;
@@ -636,6 +717,11 @@ export interface State {
   readonly updates: UpdateStateRepository;
   /** One trivial query; throws ERR_STATE_UNAVAILABLE when the database does not answer. */
   ping(): Promise<void>;
+  /**
+   * SQLite: the open connection's `journalMode` (`wal`) and `synchronous` level (`FULL`), read
+   * back from the database; null on PostgreSQL (durable at commit by its own WAL).
+   */
+  durability(): Promise<{ journalMode: string; synchronous: string } | null>;
   /**
    * Closes the connection(s) after the operations already started have settled (so a graceful
    * shutdown loses no write); idempotent. Calls made after `close` began throw ERR_STATE_CLOSED.

@@ -17,6 +17,7 @@ export const STATE_ERROR_CODES = [
   'ERR_STATE_CORRUPT',
   'ERR_STATE_INVARIANT',
   'ERR_STATE_CLOSED',
+  'ERR_STATE_LEASE_LOST',
 ] as const;
 
 export type StateErrorCode = (typeof STATE_ERROR_CODES)[number];

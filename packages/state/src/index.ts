@@ -17,4 +17,11 @@
 export type * from './api.ts';
 export type { StateErrorCode } from './errors.ts';
 export { isStateError, STATE_ERROR_CODES, StateError } from './errors.ts';
+export {
+  holdLease,
+  type KeepLeaseOptions,
+  keepLease,
+  LEASE_TAKEN,
+  LEASE_UNRENEWABLE,
+} from './held-lease.ts';
 export { openState } from './open.ts';

@@ -14,6 +14,7 @@ import { jobsRepository } from './internal/jobs.ts';
 import { keyValueRepository, updateStateRepository } from './internal/kv.ts';
 import { leasesRepository } from './internal/leases.ts';
 import { notificationsRepository } from './internal/notifications.ts';
+import { rateLimitsRepository } from './internal/rate-limits.ts';
 import { checkpointsRepository, runsRepository } from './internal/runs.ts';
 
 /**
@@ -32,6 +33,7 @@ export async function openState(options: OpenStateOptions): Promise<State> {
     runs: runsRepository(db),
     checkpoints: checkpointsRepository(db),
     leases: leasesRepository(db),
+    rateLimits: rateLimitsRepository(db),
     settings: keyValueRepository(db, 'settings'),
     roles: rolesRepository(db),
     sessions: sessionsRepository(db),
@@ -41,6 +43,7 @@ export async function openState(options: OpenStateOptions): Promise<State> {
     notifications: notificationsRepository(db),
     updates: updateStateRepository(db),
     ping: () => db.ping(),
+    durability: () => db.durability(),
     close: () => db.close(),
   };
 }

@@ -74,3 +74,15 @@ t.test('a file that is not a database', async (t) => {
   writeFileSync(join(dataDir, 'state.sqlite'), 'this is not a database, just some text'.repeat(100));
   await t.rejects(openState({ dataDir }), { code: 'ERR_STATE_CORRUPT' });
 });
+
+t.test('the opened store commits durably: WAL with synchronous=FULL on its own connection', async (t) => {
+  const dataDir = tempDir(t);
+  const s = await openState({ dataDir });
+  t.teardown(() => s.close());
+  // Read back from the store's connection: `synchronous` is per connection, so a second handle on
+  // the file would show SQLite's default, not what the store commits with.
+  t.same(await s.durability(), { journalMode: 'wal', synchronous: 'FULL' });
+  const weak = await openState({ dataDir: tempDir(t), sqliteSynchronous: 'NORMAL' });
+  t.teardown(() => weak.close());
+  t.same(await weak.durability(), { journalMode: 'wal', synchronous: 'NORMAL' }, 'the read-back can fail');
+});

@@ -6,7 +6,7 @@
 import type { Test } from 'tap';
 import type { OpenStateOptions, PreconditionReason, State } from '../src/index.ts';
 import { StateError } from '../src/index.ts';
-import { auditSuite, leasesSuite } from './suite-concurrency.ts';
+import { auditSuite, leasesSuite, rateLimitsSuite } from './suite-concurrency.ts';
 import { jobsSuite } from './suite-jobs.ts';
 import { miscSuite } from './suite-misc.ts';
 import { runsSuite } from './suite-runs.ts';
@@ -64,6 +64,7 @@ export function repositorySuite(t: Test, makeTarget: MakeTarget): void {
   t.test('jobs', (t) => jobsSuite(t, makeTarget));
   t.test('runs and checkpoints', (t) => runsSuite(t, makeTarget));
   t.test('leases', (t) => leasesSuite(t, makeTarget));
+  t.test('rate limits', (t) => rateLimitsSuite(t, makeTarget));
   t.test('audit', (t) => auditSuite(t, makeTarget));
   t.test('settings, roles, sessions, approvals, credentials, notifications, updates, migrations', (t) =>
     miscSuite(t, makeTarget),

@@ -32,7 +32,7 @@ import {
   verifyRun,
 } from '@coffer/archive';
 import type { ObjectStore } from '@coffer/objectstore';
-import type { RunDestinationState, RunRecord, State } from '@coffer/state';
+import type { HeldLease, RunDestinationState, RunRecord, State } from '@coffer/state';
 import { decodeCheckpoint, encodeCheckpoint, nameMark, type VanishedMark } from './checkpoint.ts';
 import { giveReadMemory, readAhead, takeReadMemory } from './feed.ts';
 import { type Classification, classifyFailure, RunError } from './reasons.ts';
@@ -101,6 +101,12 @@ export interface ExecutorDeps {
   shardSize?: number;
   /** Records read ahead concurrently (default 8) and their byte budget (default 32 MiB). */
   readAhead?: { concurrency?: number; budgetBytes?: number; smallBytes?: number };
+  /**
+   * The run lock this attempt holds: checkpoints are saved only while it is held (fenced write),
+   * and each archive writer calls `assertHeld()` before it commits, so an attempt that lost the
+   * lock (paused past its expiry while another engine took the run over) never commits.
+   */
+  lease?: HeldLease;
 }
 
 export type DestinationStates = Record<string, RunDestinationState>;
@@ -237,6 +243,8 @@ export async function attemptRun(
       }
     }
     saver = new CheckpointSaver(deps, job.id, run.id, lanes, failedEnv, () => vanished);
+    const lease = deps.lease;
+    const commitGuard = lease ? { beforeCommit: () => lease.assertHeld() } : {};
     const onShardFor = (destId: string) => (ev: { index: number; recordsDone: number }) => {
       dests[destId] = { ...dests[destId], state: 'writing', shards: ev.index + 1, updatedAt: nowIso() };
       saver?.request(destId, ev.index + 1);
@@ -267,6 +275,7 @@ export async function attemptRun(
             signerSecretKey: deps.keys.signer.secretKey,
             operationalSecretKey: deps.keys.operational.secretKey,
             onShard: onShardFor(id),
+            ...commitGuard,
             ...(deps.workers !== undefined ? { workers: deps.workers } : {}),
           });
           lanes.push({
@@ -293,6 +302,7 @@ export async function attemptRun(
             recipients: { operational: deps.keys.operational.publicKey, breakGlass: breakGlass.publicKey },
             source: { type: source.type, binding: source.binding, namespace: source.namespace },
             onShard: onShardFor(id),
+            ...commitGuard,
             ...(deps.workers !== undefined ? { workers: deps.workers } : {}),
             ...(deps.shardSize !== undefined ? { shardSize: deps.shardSize } : {}),
           });
@@ -656,7 +666,8 @@ class CheckpointSaver {
         failed: this.failed,
         vanished: this.vanished(),
       });
-      await this.deps.state.checkpoints.put(this.runId, this.job, bytes);
+      const lease = this.deps.lease;
+      await this.deps.state.checkpoints.put(this.runId, this.job, bytes, lease ? { lease } : undefined);
       this.cost = Date.now() - started;
       this.deps.log.info(
         {

@@ -37,6 +37,14 @@ export const REASON_PAGE_CAP =
   'source listing exceeded the page cap (too many items to enumerate in one run; narrow the source selector)';
 export const REASON_NOT_CONFIGURED = 'engine not fully configured';
 export const REASON_RUN_FAILED = 'run failed';
+/**
+ * Why an attempt stopped when its run lock was lost (log events `run-lease-lost` and
+ * `run-attempt-stopped`, docs/runs.md). Not one of the closed list: it is never written to a run
+ * record, because the run belongs to the lock's new holder (or the next resume), not to the
+ * attempt that lost it.
+ */
+export const REASON_LEASE_LOST =
+  'run lock lost (another engine holds the run; this attempt committed nothing)';
 
 export const HANDOFF_CLASSES = [
   'invalid-payload',

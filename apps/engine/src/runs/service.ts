@@ -27,7 +27,14 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { ObjectStore } from '@coffer/objectstore';
-import type { RunRecord, State } from '@coffer/state';
+import {
+  isStateError,
+  keepLease,
+  type Lease,
+  type LeaseToken,
+  type RunRecord,
+  type State,
+} from '@coffer/state';
 import {
   type AttemptOutcome,
   attemptRun,
@@ -37,7 +44,7 @@ import {
   type RunLogger,
 } from './executor.ts';
 import { type FaultRegistry, faultySource, faultyStore } from './faults.ts';
-import { REASON_RUN_FAILED } from './reasons.ts';
+import { REASON_LEASE_LOST, REASON_RUN_FAILED } from './reasons.ts';
 import { deleteRunObjects, type PruneResult, pruneJob } from './retention.ts';
 import { openJobSource, type RunSource } from './source.ts';
 
@@ -252,7 +259,7 @@ export class RunService {
       { event: 'run-started', job: job.id, runId: started.id, trigger },
       `run ${started.id} of job ${job.id} started (${trigger})`,
     );
-    this.launch(job, started);
+    this.launch(job, started, lease);
     return { kind: 'started', runId: started.id };
   }
 
@@ -262,48 +269,65 @@ export class RunService {
     return Date.parse(latest.startedAt) + cadence <= this.now().getTime();
   }
 
-  private launch(job: RunJob, run: RunRecord): void {
+  private launch(job: RunJob, run: RunRecord, lease: Lease): void {
     const controller = new AbortController();
-    let lost = false;
-    const name = runLock(job.id);
-    const renew = setInterval(
-      () => {
-        this.o.state.leases.renew(name, this.holder, this.leaseMs).then(
-          (l) => {
-            if (!l && !lost) {
-              lost = true;
-              this.o.log.warn(
-                { event: 'run-lease-lost', job: job.id, runId: run.id },
-                `run ${run.id}: run lock lost`,
-              );
-              controller.abort();
-            }
-          },
-          () => undefined,
+    // The run lock, fenced: renewed every third of its TTL with its fencing token; lost (taken
+    // over after this process was paused past the expiry, or unrenewable until it expired), the
+    // attempt stops at once, commits nothing (the archive writer checks the lock before its
+    // commit, checkpoints and the outcome are fenced writes) and records nothing: the run belongs
+    // to whoever holds the lock now, or is resumed by the next tick.
+    const held = keepLease(this.o.state.leases, lease, {
+      ttlMs: this.leaseMs,
+      renewEveryMs: Math.max(250, Math.floor(this.leaseMs / 3)),
+      onLost: (reason) => {
+        this.o.log.warn(
+          { event: 'run-lease-lost', job: job.id, runId: run.id, fence: lease.fence, reason },
+          `run ${run.id}: run lock lost (${reason}); this attempt stops and records no outcome`,
         );
+        controller.abort();
       },
-      Math.max(250, Math.floor(this.leaseMs / 3)),
-    );
-    renew.unref();
+    });
     const done = (async () => {
       try {
         let outcome: AttemptOutcome;
+        const deps = { ...this.executorDeps(), lease: held };
         for (let retries = 0; ; retries++) {
-          outcome = await attemptRun(this.executorDeps(), job, run, controller.signal);
+          outcome = await attemptRun(deps, job, run, controller.signal);
           // A record vanished mid-stream: resume from the checkpoint at once (it is then left out).
           if (outcome.kind !== 'retry' || retries >= 3 || controller.signal.aborted) break;
         }
-        if (lost) return;
-        await this.settle(job, run, outcome);
+        if (held.lostReason !== null) {
+          this.o.log.warn(
+            {
+              event: 'run-attempt-stopped',
+              job: job.id,
+              runId: run.id,
+              fence: lease.fence,
+              reason: REASON_LEASE_LOST,
+              cause: held.lostReason,
+            },
+            `run ${run.id}: attempt ended: ${REASON_LEASE_LOST}`,
+          );
+          return;
+        }
+        await this.settle(job, run, outcome, held);
       } catch (err) {
+        const leaseLost = isStateError(err, 'ERR_STATE_LEASE_LOST');
         this.o.log.error(
-          { event: 'run-settle-failed', job: job.id, runId: run.id, code: (err as { code?: unknown }).code },
-          `run ${run.id}: could not record its outcome`,
+          {
+            event: leaseLost ? 'run-attempt-stopped' : 'run-settle-failed',
+            job: job.id,
+            runId: run.id,
+            code: (err as { code?: unknown }).code,
+            ...(leaseLost ? { fence: lease.fence, reason: REASON_LEASE_LOST } : {}),
+          },
+          leaseLost
+            ? `run ${run.id}: attempt ended: ${REASON_LEASE_LOST}`
+            : `run ${run.id}: could not record its outcome`,
         );
       } finally {
-        clearInterval(renew);
         this.active.delete(job.id);
-        if (!lost) await this.o.state.leases.release(name, this.holder).catch(() => undefined);
+        await held.release().catch(() => undefined);
       }
     })();
     this.active.set(job.id, { runId: run.id, controller, done });
@@ -322,37 +346,51 @@ export class RunService {
     };
   }
 
-  private async settle(job: RunJob, run: RunRecord, outcome: AttemptOutcome): Promise<void> {
+  private async settle(
+    job: RunJob,
+    run: RunRecord,
+    outcome: AttemptOutcome,
+    lease: LeaseToken,
+  ): Promise<void> {
     const runs = this.o.state.runs;
+    // Fenced: each outcome is written only while this attempt still holds the run lock.
+    const fenced = { lease };
     const at = this.now().toISOString();
     switch (outcome.kind) {
       case 'interrupted':
-        await runs.update(run.id, {
-          destinations: outcome.destinations,
-          detail: { interrupted: 'shutdown' },
-        });
+        await runs.transition(
+          run.id,
+          ['running'],
+          { destinations: outcome.destinations, detail: { interrupted: 'shutdown' } },
+          fenced,
+        );
         this.o.log.info(
           { event: 'run-interrupted', job: job.id, runId: run.id },
           `run ${run.id} stopped; resumes on next start`,
         );
         return;
       case 'ok':
-        await runs.transition(run.id, ['running'], {
-          status: 'ok',
-          reason: null,
-          causeDigest: null,
-          finishedAt: at,
-          records: outcome.records,
-          bytes: outcome.bytes,
-          warnings: outcome.warnings,
-          destinations: outcome.destinations,
-          detail: {
-            retryAt: null,
-            interrupted: null,
-            sourceFingerprint: outcome.fingerprint,
-            unchangedFrom: outcome.unchangedFrom ?? null,
+        await runs.transition(
+          run.id,
+          ['running'],
+          {
+            status: 'ok',
+            reason: null,
+            causeDigest: null,
+            finishedAt: at,
+            records: outcome.records,
+            bytes: outcome.bytes,
+            warnings: outcome.warnings,
+            destinations: outcome.destinations,
+            detail: {
+              retryAt: null,
+              interrupted: null,
+              sourceFingerprint: outcome.fingerprint,
+              unchangedFrom: outcome.unchangedFrom ?? null,
+            },
           },
-        });
+          fenced,
+        );
         await this.o.state.checkpoints.delete(run.id);
         this.o.log.info(
           {
@@ -372,15 +410,20 @@ export class RunService {
       case 'failed':
       case 'retry': {
         const f = outcome.failure;
-        await runs.transition(run.id, ['running'], {
-          status: 'failed',
-          reason: f.reason,
-          causeDigest: f.causeDigest,
-          finishedAt: at,
-          warnings: outcome.kind === 'failed' ? outcome.warnings : 0,
-          destinations: outcome.destinations,
-          detail: { retryAt: null, code: f.code },
-        });
+        await runs.transition(
+          run.id,
+          ['running'],
+          {
+            status: 'failed',
+            reason: f.reason,
+            causeDigest: f.causeDigest,
+            finishedAt: at,
+            warnings: outcome.kind === 'failed' ? outcome.warnings : 0,
+            destinations: outcome.destinations,
+            detail: { retryAt: null, code: f.code },
+          },
+          fenced,
+        );
         await this.finalCleanup(job, run.id, outcome.destinations);
         this.o.log.error(
           {
@@ -405,12 +448,17 @@ export class RunService {
         const ladder = this.o.ladderSeconds ?? DEFAULT_LADDER_SECONDS;
         const step = ladder[Math.min(parks - 1, ladder.length - 1)] ?? 60;
         const retryAt = new Date(this.now().getTime() + step * 1000).toISOString();
-        await runs.transition(run.id, ['running'], {
-          status: 'parked',
-          causeDigest: outcome.failure.causeDigest,
-          destinations: outcome.destinations,
-          detail: { retryAt, parks, parkedCode: outcome.failure.code, interrupted: null },
-        });
+        await runs.transition(
+          run.id,
+          ['running'],
+          {
+            status: 'parked',
+            causeDigest: outcome.failure.causeDigest,
+            destinations: outcome.destinations,
+            detail: { retryAt, parks, parkedCode: outcome.failure.code, interrupted: null },
+          },
+          fenced,
+        );
         this.o.log.warn(
           {
             event: 'run-parked',
@@ -650,7 +698,7 @@ export class RunService {
           { event: 'run-resumed', job: c.jobId, runId: run.id, from: run.status, strikes },
           `run ${run.id} of job ${c.jobId} resumed from its checkpoint`,
         );
-        this.launch(config, resumed);
+        this.launch(config, resumed, lease);
         launched = true;
         r.resumed.push(run.id);
       } finally {

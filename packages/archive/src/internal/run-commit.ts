@@ -122,6 +122,10 @@ export async function commitRun(c: CommitInput): Promise<RunSummary> {
     }
     found.delete(key);
   }
+  // Fencing, after the (read-only, possibly long) listing: nothing below (stray-shard removal,
+  // index, signature, manifest) may run for a writer whose caller no longer owns the run, or it
+  // would damage the archive its successor commits.
+  await c.cfg.beforeCommit?.();
   for (const key of found.keys()) await deleteObject(store, key);
 
   // The record index (sealed by the caller while the last shards were stored) goes to the store
@@ -178,9 +182,13 @@ export async function commitRun(c: CommitInput): Promise<RunSummary> {
   // The index's failure first, as when the two were stored one after the other.
   for (const r of stored) if (r.status === 'rejected') throw r.reason;
   const manifestKey = layout.manifest(job, runId);
+  await c.cfg.beforeCommit?.();
+  // Create-only: of two writers that both reach this point for one run (a paused lease holder
+  // and its successor), exactly one commits; the other fails with the store's precondition error.
   await putObject(store, manifestKey, manifestBytes, {
     contentLength: manifestBytes.length,
     contentType: 'application/json',
+    ifNoneMatch: '*',
   });
   if (c.cfg.writeRecovery) await writeRecoveryFiles(store, { signerPublicKey: c.cfg.signerPublicKey });
 

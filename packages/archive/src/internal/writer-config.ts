@@ -19,6 +19,7 @@ export interface WriterConfig {
   signerPublicKey: Uint8Array;
   operationalPublicKey: Uint8Array;
   onShard: ArchiveWriterOptions['onShard'];
+  beforeCommit: ArchiveWriterOptions['beforeCommit'];
   writeRecovery: boolean;
   now: () => Date;
   codec: FrameCodec;

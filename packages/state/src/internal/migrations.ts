@@ -215,11 +215,27 @@ function initial(backend: Backend): Migration {
   };
 }
 
+/** Shared rate-limit counters (the mutating-route limit across replicas). */
+function rateLimitWindows(): Migration {
+  return {
+    // biome-ignore lint/suspicious/noExplicitAny: migrations run against the schema as it was then
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable('rate_limits')
+        .ifNotExists()
+        .addColumn('key', 'text', (c) => c.primaryKey())
+        .addColumn('window_start', 'bigint', (c) => c.notNull())
+        .addColumn('count', 'bigint', (c) => c.notNull())
+        .execute();
+    },
+  };
+}
+
 /** The provider handed to Kysely's Migrator. */
 export function migrationProvider(backend: Backend): MigrationProvider {
   return {
     async getMigrations() {
-      return { '0001_initial': initial(backend) };
+      return { '0001_initial': initial(backend), '0002_rate_limit_windows': rateLimitWindows() };
     },
   };
 }

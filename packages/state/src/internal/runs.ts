@@ -15,6 +15,7 @@ import { sql } from 'kysely';
 import type {
   CheckpointRecord,
   CheckpointsRepository,
+  LeaseToken,
   RunCounters,
   RunDestinationState,
   RunPatch,
@@ -25,6 +26,7 @@ import type {
 import { StateError } from '../errors.ts';
 import { type Db, num, type Tx } from './db.ts';
 import { checkId, isPlainObject, parseStored, toStored } from './json.ts';
+import { checkLease } from './leases.ts';
 import type { RunsTable } from './schema.ts';
 
 const STATUSES: readonly RunStatus[] = ['running', 'parked', 'ok', 'failed', 'abandoned'];
@@ -118,11 +120,17 @@ function applyPatch(row: RunsTable, patch: RunPatch, now: string): RunsTable {
 }
 
 export function runsRepository(db: Db): RunsRepository {
-  async function patchRun(id: string, patch: RunPatch, from: RunStatus[] | null): Promise<RunRecord | null> {
+  async function patchRun(
+    id: string,
+    patch: RunPatch,
+    from: RunStatus[] | null,
+    lease?: LeaseToken,
+  ): Promise<RunRecord | null> {
     checkId(id, 'run id');
     return db.write(
       'updating a run',
       async (trx) => {
+        if (lease !== undefined) await checkLease(trx, db, lease);
         const row = await trx.selectFrom('runs').selectAll().where('id', '=', id).executeTakeFirst();
         if (!row) {
           if (from) return null;
@@ -187,8 +195,8 @@ export function runsRepository(db: Db): RunsRepository {
       return (await patchRun(id, patch, null)) as RunRecord;
     },
 
-    async transition(id, from, patch) {
-      return patchRun(id, patch, from);
+    async transition(id, from, patch, options = {}) {
+      return patchRun(id, patch, from, options.lease);
     },
 
     async get(id) {
@@ -325,7 +333,7 @@ export function checkpointsRepository(db: Db): CheckpointsRepository {
     updatedAt: r.updated_at,
   });
   return {
-    async put(runId, jobId, sealed): Promise<CheckpointRecord> {
+    async put(runId, jobId, sealed, options = {}): Promise<CheckpointRecord> {
       checkId(runId, 'run id');
       checkId(jobId, 'job id');
       if (!(sealed instanceof Uint8Array))
@@ -334,6 +342,7 @@ export function checkpointsRepository(db: Db): CheckpointsRepository {
       return db.write(
         'saving a checkpoint',
         async (trx) => {
+          if (options.lease !== undefined) await checkLease(trx, db, options.lease);
           const now = db.nowIso();
           await trx
             .insertInto('checkpoints')

@@ -67,6 +67,13 @@ export interface CheckpointsTable {
   updated_at: string;
 }
 
+export interface RateLimitsTable {
+  key: string;
+  /** Epoch milliseconds. */
+  window_start: Int8;
+  count: Int8;
+}
+
 export interface LeasesTable {
   name: string;
   holder: string;
@@ -180,6 +187,7 @@ export interface Schema {
   counters: CountersTable;
   checkpoints: CheckpointsTable;
   leases: LeasesTable;
+  rate_limits: RateLimitsTable;
   settings: KeyValueTable;
   update_state: KeyValueTable;
   role_assignments: RoleAssignmentsTable;

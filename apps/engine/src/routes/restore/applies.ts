@@ -9,7 +9,11 @@
  *   every batch (160 records with `onExisting: skip`, else 200), at most every 2 s, and after every
  *   record of a sqlite target; records written after the last flush are simply written again on
  *   resume (each write is idempotent for the same bytes).
- * - The lease `restore-apply:<applyId>` is held (and renewed) by the process running the apply.
+ * - The lease `restore-apply:<applyId>` is held (and renewed, fenced: @coffer/state keepLease) by
+ *   the process running the apply. Lost (this process was paused past its expiry and another
+ *   took the apply over, or renewals failed until it expired), the apply stops at once and this
+ *   process writes nothing more about it: no progress, no row, no approval settlement, no audit
+ *   event; the final settlement checks the lease first (`assertHeld`).
  *
  * After a crash the apply is NOT resumed by itself: at start (and every 30 s, for a crashed
  * replica) a `running` row whose lease is free is marked `interrupted` (audited as a failed
@@ -23,6 +27,7 @@
  */
 import type { ApplyOptions, ApplyProgress, ApplyReceipt, RestoreRequest } from '@coffer/restore';
 import { applyRestore, isRestoreError, settleRestoreApproval } from '@coffer/restore';
+import { keepLease, type Lease } from '@coffer/state';
 import type { FastifyInstance } from 'fastify';
 import { acquirePin, pinId, releasePin } from '../../runs/pins.ts';
 
@@ -82,6 +87,8 @@ export class ApplyTracker {
     string,
     { row: ApplyRow; controller: AbortController; done: Promise<void> }
   >();
+  /** Leases this process acquired and not yet handed to `launch` (their fencing tokens). */
+  private readonly claimed = new Map<string, Lease>();
   private sweepTimer: NodeJS.Timeout | null = null;
   private stopping = false;
 
@@ -119,11 +126,17 @@ export class ApplyTracker {
 
   /** Takes the apply's lease (null when another live process holds it). */
   async claim(id: string): Promise<boolean> {
-    return (await this.app.engine.state.leases.acquire(leaseName(id), this.holder, LEASE_MS)) !== null;
+    const lease = await this.app.engine.state.leases.acquire(leaseName(id), this.holder, LEASE_MS);
+    if (lease !== null) this.claimed.set(id, lease);
+    return lease !== null;
   }
 
   async unclaim(id: string): Promise<void> {
-    await this.app.engine.state.leases.release(leaseName(id), this.holder).catch(() => undefined);
+    const lease = this.claimed.get(id);
+    this.claimed.delete(id);
+    await this.app.engine.state.leases
+      .release(leaseName(id), this.holder, lease?.fence)
+      .catch(() => undefined);
   }
 
   /**
@@ -161,7 +174,26 @@ export class ApplyTracker {
     let seq = 0;
     let pending: string[] = [];
     let lastFlush = Date.now();
+    const claimed = this.claimed.get(row.applyId);
+    this.claimed.delete(row.applyId);
+    const held = claimed
+      ? keepLease(state.leases, claimed, {
+          ttlMs: LEASE_MS,
+          onLost: (reason) => {
+            this.app.log.warn(
+              { event: 'restore-apply-lease-lost', applyId: row.applyId, fence: claimed.fence, reason },
+              'restore apply stopped: its lease was lost; this process records nothing more about it',
+            );
+            controller.abort();
+          },
+        })
+      : null;
+    const lost = () => held === null || held.lostReason !== null;
     const flush = async () => {
+      // Each flush rewrites the row: only while the lease is held (a fenced check first, which
+      // throws, and so stops the apply, when another holder has it).
+      if (lost()) return;
+      await held?.assertHeld();
       const names = pending;
       pending = [];
       lastFlush = Date.now();
@@ -172,13 +204,9 @@ export class ApplyTracker {
       }
       await this.settings.set(key, row);
     };
-    const renew = setInterval(
-      () => void state.leases.renew(leaseName(row.applyId), this.holder, LEASE_MS).catch(() => undefined),
-      LEASE_MS / 3,
-    );
-    renew.unref();
     const done = (async () => {
       try {
+        if (held === null) throw new Error('apply launched without its lease');
         await this.settings.set(key, row);
         const receipt = await applyRestore({
           ...l.options,
@@ -193,7 +221,10 @@ export class ApplyTracker {
             if (everyRecord || pending.length >= batch || Date.now() - lastFlush >= FLUSH_MS) await flush();
           },
         });
+        // The commit point: the row, the approval and the audit event are this holder's to write
+        // only while it still holds the lease (flush checks it first, and throws when lost).
         await flush();
+        if (lost()) return;
         if (this.stopping && receipt.status === 'cancelled') {
           // A graceful stop interrupts (resumable), it does not cancel.
           await this.markInterrupted(row);
@@ -225,6 +256,7 @@ export class ApplyTracker {
           },
         });
       } catch (e) {
+        if (lost()) return;
         row.status = 'error';
         row.error = isRestoreError(e) ? e.message : 'restore apply failed';
         this.app.log.warn(
@@ -232,11 +264,16 @@ export class ApplyTracker {
           'restore apply failed',
         );
       } finally {
-        clearInterval(renew);
+        const stale = lost();
+        if (!stale) {
+          // An engine that lost the lease leaves the pin to the new holder, which releases it. The
+          // row is settled before the lease goes, so no other engine sees it running unheld.
+          if (row.status !== 'interrupted') await releasePin(this.settings, pinId.apply(row.applyId));
+          await this.settings.set(key, row).catch(() => undefined);
+        }
+        await held?.release().catch(() => undefined);
+        // Its own approval reservation only (released by holder): harmless, and frees it at once.
         await l.release?.();
-        if (row.status !== 'interrupted') await releasePin(this.settings, pinId.apply(row.applyId));
-        await this.settings.set(key, row).catch(() => undefined);
-        await this.unclaim(row.applyId);
         this.live.delete(row.applyId);
       }
     })();

@@ -10,7 +10,7 @@
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { decodeKeyFile, recipientPublicKeyFromSecret, signerPublicKeyFromSecret } from '@coffer/crypto';
-import { createFsStore } from '@coffer/objectstore';
+import { createFsStore, type ObjectStore } from '@coffer/objectstore';
 import { openState } from '@coffer/state';
 import { createRunService } from '../../../src/runs/service.ts';
 
@@ -34,10 +34,40 @@ const dataDir = env.DRIVER_DATA_DIR!;
 mkdirSync(dataDir, { recursive: true });
 mkdirSync(env.DRIVER_DEST_DIR!, { recursive: true });
 const state = await openState({ dataDir, ...(env.DRIVER_DB_URL ? { url: env.DRIVER_DB_URL } : {}) });
+/**
+ * The destination as the run sees it, instrumented for the fencing test: every manifest stored
+ * (the commit point) is reported as `driver-manifest-put`; with DRIVER_PAUSE_AT_COMMIT the
+ * commit's list-back of the shards reports `driver-commit-point` and waits DRIVER_PAUSE_MS first,
+ * so the test can freeze this process (SIGSTOP) inside the commit.
+ */
+function instrumented(store: ObjectStore): ObjectStore {
+  return new Proxy(store, {
+    get(target, prop, receiver) {
+      const value = Reflect.get(target, prop, receiver);
+      if (prop === 'put') {
+        return async (key: string, ...rest: unknown[]) => {
+          const r = await (value as (...a: unknown[]) => Promise<unknown>).call(target, key, ...rest);
+          if (key.endsWith('/manifest.json')) print({ event: 'driver-manifest-put', key, pid: process.pid });
+          return r;
+        };
+      }
+      if (prop === 'listAll' && env.DRIVER_PAUSE_AT_COMMIT === '1') {
+        return async function* (prefix: string, ...rest: unknown[]) {
+          if (prefix.endsWith('/shards/')) {
+            print({ event: 'driver-commit-point', prefix });
+            await new Promise((r) => setTimeout(r, Number(env.DRIVER_PAUSE_MS ?? 1000)));
+          }
+          yield* (value as (...a: unknown[]) => AsyncIterable<unknown>).call(target, prefix, ...rest);
+        };
+      }
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
 const service = createRunService({
   state,
   keys,
-  destinations: new Map([['default', createFsStore({ root: env.DRIVER_DEST_DIR! })]]),
+  destinations: new Map([['default', instrumented(createFsStore({ root: env.DRIVER_DEST_DIR! }))]]),
   log,
   dataDir,
   leaseSeconds: Number(env.DRIVER_LEASE_SECONDS ?? 30),
