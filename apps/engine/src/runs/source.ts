@@ -35,6 +35,7 @@ export interface RunSource {
   enumerate(options?: {
     pageSize?: number;
     maxPages?: number;
+    maxEntries?: number;
   }): AsyncIterable<RunSourceRecord | RunSourceSkipped>;
   /** `buffer`: scratch memory the connector may read into (pieces valid until the next is asked for). */
   read(name: string, options?: { buffer?: Uint8Array }): Promise<AsyncIterable<Uint8Array>>;

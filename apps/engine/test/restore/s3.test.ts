@@ -17,9 +17,10 @@ import {
 } from '@aws-sdk/client-s3';
 import { createTestBucket } from '@coffer/testkit';
 import t from 'tap';
-import { restoreWorld } from './helpers.ts';
+import { connectionsFile, restoreWorld } from './helpers.ts';
 
 const srcBucket = await createTestBucket('coffer-restore-src');
+const scratchBucket = await createTestBucket('coffer-restore-scratch');
 const freshBucket = await createTestBucket('coffer-restore-fresh');
 const partialBucket = await createTestBucket('coffer-restore-partial');
 const KEY_ENV = 'COFFER_TEST_RESTORE_S3_KEY';
@@ -65,16 +66,26 @@ async function keys(bucket: string, prefix = ''): Promise<string[]> {
   return (out.Contents ?? []).map((o) => o.Key!).sort();
 }
 
-const w = await restoreWorld(t);
+const connections = connectionsFile(t, {
+  connections: {
+    'test-s3': {
+      type: 's3',
+      endpoint: srcBucket.endpoint,
+      region: srcBucket.region,
+      forcePathStyle: true,
+      accessKeyIdEnv: KEY_ENV,
+      secretAccessKeyEnv: SECRET_ENV,
+      restore: true,
+    },
+  },
+  scratch: { s3: { connection: 'test-s3', bucket: scratchBucket.bucket, prefix: 'drills/' } },
+});
+const w = await restoreWorld(t, { ENGINE_CONNECTIONS_FILE: connections });
 const runId = await w.backUp('site', {
   type: 's3',
+  connection: 'test-s3',
   bucket: srcBucket.bucket,
   prefix: PREFIX,
-  endpoint: srcBucket.endpoint,
-  region: srcBucket.region,
-  forcePathStyle: true,
-  accessKeyIdEnv: KEY_ENV,
-  secretAccessKeyEnv: SECRET_ENV,
 });
 const names = Object.keys(objects).sort();
 
@@ -205,7 +216,8 @@ t.test('refusals of an s3 target', async (t) => {
   t.notMatch(JSON.stringify(done), srcBucket.credentials.secretAccessKey);
 });
 
-t.test('a drill restores into a scratch prefix, compares, removes it', async (t) => {
+t.test('a drill restores into the scratch bucket only, compares, removes it', async (t) => {
+  const before = await keys(srcBucket.bucket);
   const ev = await w.drill('site');
   t.match(
     ev,
@@ -216,6 +228,9 @@ t.test('a drill restores into a scratch prefix, compares, removes it', async (t)
   t.same(
     await keys(srcBucket.bucket, PREFIX),
     names.map((n) => PREFIX + n),
-    'nothing left behind',
+    'the source prefix untouched',
   );
+  t.same(await keys(srcBucket.bucket), before, 'nothing written into the source bucket');
+  t.same(await keys(scratchBucket.bucket), [], 'the scratch copy was removed');
+  t.same(await w.e.app.engine.state.settings.list('drill.scratch.'), [], 'the namespace is forgotten');
 });

@@ -11,8 +11,7 @@ export const ID_PATTERN = '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$';
 export const DEFAULT_DESTINATION = 'default';
 export const MIN_CADENCE_SECONDS = 60;
 export const MAX_CADENCE_SECONDS = 366 * 24 * 3600;
-/** Default and ceiling of a job's `maxEntries` (the source listing cap, docs/jobs.md). */
-export const DEFAULT_MAX_ENTRIES = 2_000_000;
+/** Ceiling of a job's `maxEntries` (the source listing cap, docs/jobs.md; default DEFAULT_MAX_ENTRIES). */
 export const MAX_MAX_ENTRIES = 100_000_000;
 
 const strict = { additionalProperties: false } as const;
@@ -84,7 +83,7 @@ const jobFields = {
   retention: Type.Optional(Retention),
   /** Record an unchanged source as `ok` with `unchangedFrom`, no new archive (docs/runs.md); default false. */
   skipUnchanged: Type.Optional(Type.Boolean()),
-  /** Most entries one run may list from the source (default DEFAULT_MAX_ENTRIES); more fails the run. */
+  /** Most entries one run may list from the source (default 2,000,000, runs/executor.ts); more fails the run. */
   maxEntries: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_MAX_ENTRIES })),
   restoreTestCadenceSeconds: Type.Optional(
     Type.Union([Type.Integer({ minimum: 3600, maximum: MAX_CADENCE_SECONDS }), Type.Null()]),
