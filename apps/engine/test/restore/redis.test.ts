@@ -89,7 +89,11 @@ const scratchDb = client(SCRATCH_DB);
 t.teardown(() => scratchDb.disconnect());
 const source = { type: 'redis', connection: 'test-redis', db: 11, keyPrefix: P };
 const connections = connectionsFile(t, {
-  connections: { 'test-redis': { type: 'redis', url: plainUrl, passwordEnv: PASSWORD_ENV, restore: true } },
+  connections: {
+    'test-redis': { type: 'redis', url: plainUrl, passwordEnv: PASSWORD_ENV, restore: true },
+    // The same server, but the owner did not allow restores through this connection.
+    'ro-redis': { type: 'redis', url: plainUrl, passwordEnv: PASSWORD_ENV },
+  },
   scratch: { redis: { connection: 'test-redis', db: SCRATCH_DB } },
 });
 const w = await restoreWorld(t, { ENGINE_CONNECTIONS_FILE: connections });
@@ -226,6 +230,23 @@ t.test('refusals of a redis target', async (t) => {
     t.match(r.json().error, error);
     t.notMatch(r.text, url.password);
   }
+});
+
+t.test('a connection without restore: true refuses the apply (the dry run still plans it)', async (t) => {
+  const roRun = await w.backUp('cache-ro', { type: 'redis', connection: 'ro-redis', db: 11, keyPrefix: P });
+  const body = { runId: roRun, target: { namespaceId: '13' } };
+  const plan = await w.dryRun(body);
+  t.equal(plan.status, 200, plan.text);
+  const before = (await partial.keysBuffer(`${P}*`)).length;
+  const r = await w.post('/restore', { ...body, confirm: true, planHash: plan.json().planHash });
+  t.equal(r.status, 400, r.text);
+  t.match(r.json().error, /restores into connection "ro-redis" are not allowed .*"restore": true/);
+  t.equal((await partial.keysBuffer(`${P}*`)).length, before, 'nothing written');
+  const audit = (await w.get('/audit?action=restore-apply-denied')).json();
+  t.match(JSON.stringify(audit), /target-not-allowed/, 'the refusal is audited');
+  // Restoring the same run into a job whose connection allows restores is fine.
+  const other = await w.post('/restore', { runId: roRun, target: { binding: 'cache', namespaceId: '13' } });
+  t.equal(other.status, 200, other.text);
 });
 
 t.test('a drill restores into the scratch database only, compares, removes it', async (t) => {
