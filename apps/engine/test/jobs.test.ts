@@ -1,6 +1,6 @@
-import { tempDir } from '@coffer/testkit';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { tempDir } from '@coffer/testkit';
 import t from 'tap';
 import { bearer, http, startEngine } from './helpers/engine.ts';
 import { AUDIENCE, ISSUER, startKeySet, TEAM_DOMAIN } from './helpers/perimeter.ts';

@@ -78,7 +78,11 @@ t.test('the entry cap fails the listing before a page past it is handed out', as
     (async () => {
       for await (const e of src.enumerate({ pageSize: 2, maxEntries: 4 })) seen.push(e.name);
     })(),
-    { code: 'ERR_SOURCE_LISTING_OVER_CAP', reason: SOURCE_FAILURE_REASONS.pageCap, message: /more than 4 entries/ },
+    {
+      code: 'ERR_SOURCE_LISTING_OVER_CAP',
+      reason: SOURCE_FAILURE_REASONS.pageCap,
+      message: /more than 4 entries/,
+    },
   );
   t.equal(seen.length, 4, 'the pages within the cap were listed');
   const ok: string[] = [];

@@ -90,7 +90,8 @@ type Env = Record<string, string | undefined>;
  */
 function referenceChecker(engineEnv: Env, secrets: Env): (name: string) => string | null {
   return (name) => {
-    if (engineVariableName(name)) return 'names one of the engine’s own variables (never a credential source)';
+    if (engineVariableName(name))
+      return 'names one of the engine’s own variables (never a credential source)';
     const value = secrets[name];
     if (value === undefined || value === '') return 'names an environment variable that is not set';
     for (const env of [engineEnv, secrets]) {
@@ -112,11 +113,13 @@ class Fields {
     this.o = o;
   }
   fail(field: string | null, reason: string): never {
-    throw new ConfigError(CONNECTIONS_VARIABLE, `${field === null ? this.at : `${this.at}.${field}`} ${reason}`);
+    throw new ConfigError(
+      CONNECTIONS_VARIABLE,
+      `${field === null ? this.at : `${this.at}.${field}`} ${reason}`,
+    );
   }
   only(allowed: string[]): void {
-    for (const k of Object.keys(this.o))
-      if (!allowed.includes(k)) this.fail(k, 'is not a known field');
+    for (const k of Object.keys(this.o)) if (!allowed.includes(k)) this.fail(k, 'is not a known field');
   }
   str(k: string, re: RegExp | null, required: boolean): string | undefined {
     const v = this.o[k];
@@ -163,7 +166,8 @@ function redisUrl(f: Fields, raw: string): string {
   } catch {
     return f.fail('url', 'is not a URL');
   }
-  if (u.protocol !== 'redis:' && u.protocol !== 'rediss:') f.fail('url', 'must be a redis:// or rediss:// URL');
+  if (u.protocol !== 'redis:' && u.protocol !== 'rediss:')
+    f.fail('url', 'must be a redis:// or rediss:// URL');
   if (u.username !== '' || u.password !== '')
     f.fail('url', 'must not carry credentials (name them with passwordEnv / usernameEnv)');
   if (u.hostname === '') f.fail('url', 'must name a host');
@@ -188,7 +192,8 @@ function connectionOf(id: string, v: unknown, check: (name: string) => string | 
   const at = `connections.${id}`;
   const o = object(v, at);
   const f = new Fields(at, o);
-  if (!ID.test(id)) f.fail(null, 'is not a valid connection id (letters, digits, dot, underscore, hyphen; 1-64)');
+  if (!ID.test(id))
+    f.fail(null, 'is not a valid connection id (letters, digits, dot, underscore, hyphen; 1-64)');
   const restore = f.bool('restore') ?? false;
   if (o.type === 'redis') {
     f.only(['type', 'url', 'passwordEnv', 'usernameEnv', 'restore', 'description']);
@@ -278,9 +283,16 @@ function scratchOf(
     const bucket = g.str('bucket', BUCKET, true)!;
     if (c.buckets && !c.buckets.includes(bucket)) g.fail('bucket', 'is not in the connection’s buckets');
     const prefix = g.str('prefix', /^[^\s]{0,512}$/, false) ?? '';
-    if (prefix.startsWith('/') || prefix.split('/').some((seg, i, all) => seg === '..' || (seg === '' && i < all.length - 1)))
+    if (
+      prefix.startsWith('/') ||
+      prefix.split('/').some((seg, i, all) => seg === '..' || (seg === '' && i < all.length - 1))
+    )
       g.fail('prefix', 'must be a relative key prefix without empty or .. segments');
-    scratch.s3 = { connection: c.id, bucket, prefix: prefix === '' || prefix.endsWith('/') ? prefix : `${prefix}/` };
+    scratch.s3 = {
+      connection: c.id,
+      bucket,
+      prefix: prefix === '' || prefix.endsWith('/') ? prefix : `${prefix}/`,
+    };
   }
   return scratch;
 }
@@ -290,12 +302,22 @@ function scratchOf(
  * `<dataDir>/drills`). `secrets` is the environment credentials are read from at use time
  * (process.env in the engine). Throws ConfigError naming the field.
  */
-export function loadConnections(env: Env, cwd: string, dataDir: string, secrets: Env = process.env): ConnectionsConfig {
+export function loadConnections(
+  env: Env,
+  cwd: string,
+  dataDir: string,
+  secrets: Env = process.env,
+): ConnectionsConfig {
   const check = referenceChecker(env, secrets);
   const raw = env[CONNECTIONS_VARIABLE]?.trim();
   const empty = new Map<string, Connection>();
   if (raw === undefined || raw === '')
-    return { file: undefined, connections: empty, scratch: scratchOf(undefined, empty, dataDir, cwd), refusedReference: check };
+    return {
+      file: undefined,
+      connections: empty,
+      scratch: scratchOf(undefined, empty, dataDir, cwd),
+      refusedReference: check,
+    };
   const file = resolve(cwd, raw);
   let doc: unknown;
   try {
@@ -303,7 +325,9 @@ export function loadConnections(env: Env, cwd: string, dataDir: string, secrets:
   } catch (e) {
     throw new ConfigError(
       CONNECTIONS_VARIABLE,
-      (e as { code?: string }).code === undefined ? 'the file is not valid JSON' : 'names a file that cannot be read',
+      (e as { code?: string }).code === undefined
+        ? 'the file is not valid JSON'
+        : 'names a file that cannot be read',
     );
   }
   const top = object(doc, 'the file');
@@ -314,7 +338,12 @@ export function loadConnections(env: Env, cwd: string, dataDir: string, secrets:
     for (const [id, v] of Object.entries(object(top.connections, 'connections')))
       connections.set(id, connectionOf(id, v, check));
   }
-  return { file, connections, scratch: scratchOf(top.scratch, connections, dataDir, cwd), refusedReference: check };
+  return {
+    file,
+    connections,
+    scratch: scratchOf(top.scratch, connections, dataDir, cwd),
+    refusedReference: check,
+  };
 }
 
 /** No connections at all (a redis or s3 source cannot be opened); scratch files under /nonexistent. */

@@ -25,7 +25,9 @@ export interface MigrationLog {
   warn(obj: Record<string, unknown>, msg: string): void;
 }
 
-function redisEndpoint(raw: unknown): { proto: string; host: string; port: string; db: number | null } | null {
+function redisEndpoint(
+  raw: unknown,
+): { proto: string; host: string; port: string; db: number | null } | null {
   try {
     const u = new URL(String(raw));
     const m = /^\/(\d{1,4})$/.exec(u.pathname);
@@ -56,10 +58,17 @@ function matches(source: Source, c: Connection): boolean {
     const a = redisEndpoint(source.url);
     const b = redisEndpoint(c.url);
     if (a === null || b === null) return false;
-    return a.proto === b.proto && a.host === b.host && a.port === b.port && source.passwordEnv === c.passwordEnv && c.usernameEnv === undefined;
+    return (
+      a.proto === b.proto &&
+      a.host === b.host &&
+      a.port === b.port &&
+      source.passwordEnv === c.passwordEnv &&
+      c.usernameEnv === undefined
+    );
   }
   if (origin(source.endpoint) !== origin(c.endpoint)) return false;
-  if (source.accessKeyIdEnv !== c.accessKeyIdEnv || source.secretAccessKeyEnv !== c.secretAccessKeyEnv) return false;
+  if (source.accessKeyIdEnv !== c.accessKeyIdEnv || source.secretAccessKeyEnv !== c.secretAccessKeyEnv)
+    return false;
   if (source.region !== undefined && c.region !== undefined && source.region !== c.region) return false;
   return c.buckets === undefined || c.buckets.includes(String(source.bucket));
 }
@@ -86,7 +95,8 @@ function needed(source: Source, candidates: number): string {
           return `a redis connection with url ${at}${source.passwordEnv ? ` and passwordEnv ${String(source.passwordEnv)}` : ' and no passwordEnv'}`;
         })()
       : `an s3 connection with endpoint ${origin(source.endpoint) ?? '(AWS)'}${source.accessKeyIdEnv ? `, accessKeyIdEnv ${String(source.accessKeyIdEnv)} and secretAccessKeyEnv ${String(source.secretAccessKeyEnv)}` : ' and no credential variables'} whose buckets include the job's bucket`;
-  const found = candidates === 0 ? 'no configured connection matches' : `${candidates} configured connections match`;
+  const found =
+    candidates === 0 ? 'no configured connection matches' : `${candidates} configured connections match`;
   return `${found}: configure exactly one, ${what}, in ENGINE_CONNECTIONS_FILE (or save the job with source.connection)`;
 }
 
@@ -109,7 +119,10 @@ export async function migrateJobs(
     if (candidates.length === 1) {
       const c = candidates[0]!;
       try {
-        await state.jobs.upsert({ ...rec.config, id: rec.id, source: rewritten(source, c) }, { ifMatchRev: rec.configRev });
+        await state.jobs.upsert(
+          { ...rec.config, id: rec.id, source: rewritten(source, c) },
+          { ifMatchRev: rec.configRev },
+        );
         result.migrated.push(rec.id);
         log.info(
           { event: 'job-migrated', job: rec.id, connection: c.id },

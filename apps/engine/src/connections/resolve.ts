@@ -84,7 +84,8 @@ function real(path: string): string {
   }
 }
 
-const within = (child: string, parent: string) => child === parent || child.startsWith(parent.endsWith(sep) ? parent : parent + sep);
+const within = (child: string, parent: string) =>
+  child === parent || child.startsWith(parent.endsWith(sep) ? parent : parent + sep);
 
 /**
  * The upsert-time check of a job's source (schema already validated). `protectedPaths`: the
@@ -105,7 +106,8 @@ export function checkJobSource(
       if (within(path, guarded) || (source.type === 'files' && within(guarded, path)))
         return {
           code: 'ERR_JOB_PATH_NOT_ALLOWED',
-          error: 'source.path lies inside (or contains) the engine’s data dir or key files, which hold its secrets',
+          error:
+            'source.path lies inside (or contains) the engine’s data dir or key files, which hold its secrets',
         };
     }
     return null;
@@ -157,7 +159,9 @@ export function connectionFor(source: Source, connections: ConnectionsConfig): C
     );
   const c = connections.connections.get(source.connection);
   if (c === undefined || c.type !== source.type)
-    throw new ConnectionError(`connection ${source.connection} is not configured as a ${source.type} connection`);
+    throw new ConnectionError(
+      `connection ${source.connection} is not configured as a ${source.type} connection`,
+    );
   return c;
 }
 
@@ -172,14 +176,18 @@ export function redisConnectorUrl(c: Connection & { type: 'redis' }, connections
 }
 
 /** Connector settings of an s3 connection (no bucket), credentials from the environment. */
-export function s3ConnectorSettings(c: S3Connection, connections: ConnectionsConfig): Record<string, unknown> {
+export function s3ConnectorSettings(
+  c: S3Connection,
+  connections: ConnectionsConfig,
+): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   if (c.endpoint !== undefined) out.endpoint = c.endpoint;
   if (c.region !== undefined) out.region = c.region;
   if (c.forcePathStyle !== undefined) out.forcePathStyle = c.forcePathStyle;
   const accessKeyId = secret(connections, c, c.accessKeyIdEnv);
   const secretAccessKey = secret(connections, c, c.secretAccessKeyEnv);
-  if (accessKeyId !== undefined && secretAccessKey !== undefined) out.credentials = { accessKeyId, secretAccessKey };
+  if (accessKeyId !== undefined && secretAccessKey !== undefined)
+    out.credentials = { accessKeyId, secretAccessKey };
   return out;
 }
 
@@ -200,7 +208,11 @@ export function connectorConfig(
       return { type: 'sqlite', path: source.path, binding };
     case 'redis': {
       const c = connectionFor(source, connections) as Connection & { type: 'redis' };
-      const config: Record<string, unknown> = { type: 'redis', url: redisConnectorUrl(c, connections), binding };
+      const config: Record<string, unknown> = {
+        type: 'redis',
+        url: redisConnectorUrl(c, connections),
+        binding,
+      };
       if (source.db !== undefined) config.db = source.db;
       if (source.keyPrefix !== undefined) config.prefix = source.keyPrefix;
       return config;

@@ -310,7 +310,11 @@ export class DrillService {
       if (ns.s3) {
         const c = connections.connections.get(ns.s3.connection);
         if (c?.type !== 's3') throw new Error('scratch s3 connection no longer configured');
-        await removeS3Scratch({ bucket: ns.s3.bucket, prefix: ns.s3.prefix, ...s3ConnectorSettings(c, connections) });
+        await removeS3Scratch({
+          bucket: ns.s3.bucket,
+          prefix: ns.s3.prefix,
+          ...s3ConnectorSettings(c, connections),
+        });
       }
       await this.app.engine.state.settings.delete(`${DRILL_SCRATCH_PREFIX}${ns.id}`);
       return true;
@@ -415,7 +419,10 @@ export class DrillService {
   /** Starts the start-time sweep of crashed drills' scratch copies (once). */
   startSweep(): void {
     this.sweeping ??= this.sweepScratch().catch((e) => {
-      this.app.log.warn({ event: 'drill-scratch-sweep-failed', code: (e as { code?: unknown }).code }, 'scratch sweep failed');
+      this.app.log.warn(
+        { event: 'drill-scratch-sweep-failed', code: (e as { code?: unknown }).code },
+        'scratch sweep failed',
+      );
       return 0;
     });
   }

@@ -69,7 +69,10 @@ t.test('an operator cannot make the engine send the admin token to a host of the
       ENGINE_CONNECTIONS_FILE: join(dir, 'connections.json'),
       ENGINE_BREAK_GLASS_PUBLIC_KEY: join(dir, 'bg.pub'),
     },
-    { testOnly: { perimeterJwksUrl: keys.jwksUrl, perimeterJwksCa: pki.caCert }, rateLimit: { max: 1000, windowSeconds: 60 } },
+    {
+      testOnly: { perimeterJwksUrl: keys.jwksUrl, perimeterJwksCa: pki.caCert },
+      rateLimit: { max: 1000, windowSeconds: 60 },
+    },
   );
   await app.engine.state.roles.assign({
     subject: `${ISSUER}#op-1`,
@@ -77,19 +80,67 @@ t.test('an operator cannot make the engine send the admin token to a host of the
     email: 'op-1@example.com',
     grantedBy: null,
   });
-  const operator = { 'perimeter-access-jwt-assertion': await keys.sign({ sub: 'op-1', email: 'op-1@example.com' }) };
+  const operator = {
+    'perimeter-access-jwt-assertion': await keys.sign({ sub: 'op-1', email: 'op-1@example.com' }),
+  };
   const post = (path: string, body: unknown) => http(`${url}/admin${path}`, { headers: operator, body });
 
   // 1. Every shape that names a host or a credential variable: 400 with a stable code.
   const refused: Array<[string, Record<string, unknown>, string, RegExp]> = [
-    ['the original attack', { type: 'redis', url: evil, passwordEnv: 'ADMIN_TOKEN' }, 'ERR_JOB_INLINE_CONNECTION', /source\.url is no longer accepted.*ENGINE_CONNECTIONS_FILE/],
-    ['a connection plus a credential name', { type: 'redis', connection: 'cache', passwordEnv: 'ADMIN_TOKEN' }, 'ERR_JOB_INLINE_CONNECTION', /source\.passwordEnv/],
-    ['an s3 endpoint of theirs', { type: 's3', bucket: 'loot', endpoint: evil.replace('redis', 'http'), accessKeyIdEnv: 'ADMIN_TOKEN', secretAccessKeyEnv: 'ADMIN_TOKEN' }, 'ERR_JOB_INLINE_CONNECTION', /source\.endpoint/],
-    ['a connection nobody configured', { type: 'redis', connection: 'evil' }, 'ERR_JOB_UNKNOWN_CONNECTION', /"evil" is not configured/],
-    ['a redis connection as s3', { type: 's3', connection: 'cache', bucket: 'loot' }, 'ERR_JOB_CONNECTION_TYPE', /is a redis connection, not s3/],
-    ['the engine data dir', { type: 'files', path: app.engine.config.dataDir }, 'ERR_JOB_PATH_NOT_ALLOWED', /data dir/],
-    ['the engine key files', { type: 'files', path: join(app.engine.config.dataDir, 'keys') }, 'ERR_JOB_PATH_NOT_ALLOWED', /data dir/],
-    ['a tree holding the data dir', { type: 'files', path: join(app.engine.config.dataDir, '..') }, 'ERR_JOB_PATH_NOT_ALLOWED', /contains/],
+    [
+      'the original attack',
+      { type: 'redis', url: evil, passwordEnv: 'ADMIN_TOKEN' },
+      'ERR_JOB_INLINE_CONNECTION',
+      /source\.url is no longer accepted.*ENGINE_CONNECTIONS_FILE/,
+    ],
+    [
+      'a connection plus a credential name',
+      { type: 'redis', connection: 'cache', passwordEnv: 'ADMIN_TOKEN' },
+      'ERR_JOB_INLINE_CONNECTION',
+      /source\.passwordEnv/,
+    ],
+    [
+      'an s3 endpoint of theirs',
+      {
+        type: 's3',
+        bucket: 'loot',
+        endpoint: evil.replace('redis', 'http'),
+        accessKeyIdEnv: 'ADMIN_TOKEN',
+        secretAccessKeyEnv: 'ADMIN_TOKEN',
+      },
+      'ERR_JOB_INLINE_CONNECTION',
+      /source\.endpoint/,
+    ],
+    [
+      'a connection nobody configured',
+      { type: 'redis', connection: 'evil' },
+      'ERR_JOB_UNKNOWN_CONNECTION',
+      /"evil" is not configured/,
+    ],
+    [
+      'a redis connection as s3',
+      { type: 's3', connection: 'cache', bucket: 'loot' },
+      'ERR_JOB_CONNECTION_TYPE',
+      /is a redis connection, not s3/,
+    ],
+    [
+      'the engine data dir',
+      { type: 'files', path: app.engine.config.dataDir },
+      'ERR_JOB_PATH_NOT_ALLOWED',
+      /data dir/,
+    ],
+    [
+      'the engine key files',
+      { type: 'files', path: join(app.engine.config.dataDir, 'keys') },
+      'ERR_JOB_PATH_NOT_ALLOWED',
+      /data dir/,
+    ],
+    [
+      'a tree holding the data dir',
+      { type: 'files', path: join(app.engine.config.dataDir, '..') },
+      'ERR_JOB_PATH_NOT_ALLOWED',
+      /contains/,
+    ],
   ];
   for (const [name, source, code, error] of refused) {
     const r = await post('/jobs', { id: 'steal', cadenceSeconds: 3600, source });
@@ -100,7 +151,13 @@ t.test('an operator cannot make the engine send the admin token to a host of the
     t.match(b.json().outcomes[0], { outcome: 'error', code }, `${name} (bulk)`);
   }
   t.equal(await app.engine.state.jobs.get('steal'), null, 'nothing was stored');
-  const audit = JSON.stringify((await http(`${url}/admin/audit?action=job-upsert`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json());
+  const audit = JSON.stringify(
+    (
+      await http(`${url}/admin/audit?action=job-upsert`, {
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      })
+    ).json(),
+  );
   t.match(audit, /ERR_JOB_UNKNOWN_CONNECTION/, 'refusals are audited by code');
 
   // 2. The shapes that are accepted name an owner-configured connection only; a run reads the
@@ -113,7 +170,11 @@ t.test('an operator cannot make the engine send the admin token to a host of the
     src.disconnect();
   });
   await src.set(`${prefix}a`, 'value');
-  const ok = await post('/jobs', { id: 'cache', cadenceSeconds: 3600, source: { type: 'redis', connection: 'cache', db: 9, keyPrefix: prefix } });
+  const ok = await post('/jobs', {
+    id: 'cache',
+    cadenceSeconds: 3600,
+    source: { type: 'redis', connection: 'cache', db: 9, keyPrefix: prefix },
+  });
   t.equal(ok.status, 200, ok.text);
   const trig = await post('/trigger', { id: 'cache' });
   t.equal(trig.status, 200, trig.text);
@@ -134,9 +195,17 @@ t.test('an operator cannot make the engine send the admin token to a host of the
   t.equal(legacy.status, 200, legacy.text);
   await app.runs.idle();
   const run = await app.engine.state.runs.get(legacy.json().runId);
-  t.match(run, { status: 'failed', reason: 'source binding error', detail: { code: 'ERR_RUN_CONNECTION_UNCONFIGURED' } });
+  t.match(run, {
+    status: 'failed',
+    reason: 'source binding error',
+    detail: { code: 'ERR_RUN_CONNECTION_UNCONFIGURED' },
+  });
 
   await new Promise((r) => setTimeout(r, 200));
   t.equal(connections, 0, 'the listener was never connected to');
-  t.notMatch(Buffer.concat(received).toString('latin1'), ADMIN_TOKEN, 'the listener never received the admin token');
+  t.notMatch(
+    Buffer.concat(received).toString('latin1'),
+    ADMIN_TOKEN,
+    'the listener never received the admin token',
+  );
 });

@@ -67,7 +67,10 @@ t.test('SIGKILL mid-drill, restart: the scratch copy is removed at the next star
     http(`${url}/admin${path}`, { headers: bearer(), ...(body === undefined ? {} : { body }) });
 
   const first = await start();
-  t.equal((await api('/jobs', { id: 'tree', cadenceSeconds: 86_400, source: { type: 'files', path: src } })).status, 200);
+  t.equal(
+    (await api('/jobs', { id: 'tree', cadenceSeconds: 86_400, source: { type: 'files', path: src } })).status,
+    200,
+  );
   const runId = (await api('/trigger', { id: 'tree' })).json().runId as string;
   for (let i = 0; i < 600; i++) {
     const run = (await api('/history?id=tree')).json().runs.find((r: { runId: string }) => r.runId === runId);
@@ -117,7 +120,9 @@ t.test('SIGKILL mid-drill, restart: the scratch copy is removed at the next star
   let ev: { verdict?: string } | undefined;
   for (let i = 0; i < 600; i++) {
     await new Promise((r) => setTimeout(r, 50));
-    ev = (await api('/drill-evidence?job=tree')).json().evidence.find((e: { verdict: string }) => e.verdict === 'pass');
+    ev = (await api('/drill-evidence?job=tree'))
+      .json()
+      .evidence.find((e: { verdict: string }) => e.verdict === 'pass');
     if (ev && filesUnder(scratch) === 0 && recorded.all().length === 0) break;
   }
   t.match(ev, { verdict: 'pass', records: FILES });

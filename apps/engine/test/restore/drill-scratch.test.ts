@@ -60,13 +60,27 @@ async function world(t: Parameters<Parameters<typeof t.test>[1]>[0], withScratch
       ENGINE_CONNECTIONS_FILE: join(dir, 'connections.json'),
       ENGINE_BREAK_GLASS_PUBLIC_KEY: join(dir, 'bg.pub'),
     },
-    { testOnly: { perimeterJwksUrl: keys.jwksUrl, perimeterJwksCa: pki.caCert }, rateLimit: { max: 1000, windowSeconds: 60 } },
+    {
+      testOnly: { perimeterJwksUrl: keys.jwksUrl, perimeterJwksCa: pki.caCert },
+      rateLimit: { max: 1000, windowSeconds: 60 },
+    },
   );
-  await e.app.engine.state.roles.assign({ subject: `${ISSUER}#op-1`, role: 'operator', email: 'op-1@example.com', grantedBy: null });
-  const operator = { 'perimeter-access-jwt-assertion': await keys.sign({ sub: 'op-1', email: 'op-1@example.com' }) };
+  await e.app.engine.state.roles.assign({
+    subject: `${ISSUER}#op-1`,
+    role: 'operator',
+    email: 'op-1@example.com',
+    grantedBy: null,
+  });
+  const operator = {
+    'perimeter-access-jwt-assertion': await keys.sign({ sub: 'op-1', email: 'op-1@example.com' }),
+  };
   const post = (path: string, body: unknown, who: Record<string, string> = bearer()) =>
     http(`${e.url}/admin${path}`, { headers: who, body });
-  const job = { id: 'cache', cadenceSeconds: 3600, source: { type: 'redis', connection: 'prod', db: SOURCE_DB, keyPrefix: P } };
+  const job = {
+    id: 'cache',
+    cadenceSeconds: 3600,
+    source: { type: 'redis', connection: 'prod', db: SOURCE_DB, keyPrefix: P },
+  };
   t.equal((await post('/jobs', job)).status, 200);
   const runId = (await post('/trigger', { id: 'cache' })).json().runId as string;
   await e.app.runs.idle();
@@ -85,13 +99,17 @@ async function world(t: Parameters<Parameters<typeof t.test>[1]>[0], withScratch
   const writes: Array<{ db: string; key: string }> = [];
   monitor.on('monitor', (_time: string, args: string[], _source: string, database: string) => {
     const cmd = String(args[0]).toUpperCase();
-    if (['RESTORE', 'SET', 'DEL', 'UNLINK', 'HSET', 'RPUSH', 'PEXPIREAT'].includes(cmd) && String(args[1]).includes(P))
+    if (
+      ['RESTORE', 'SET', 'DEL', 'UNLINK', 'HSET', 'RPUSH', 'PEXPIREAT'].includes(cmd) &&
+      String(args[1]).includes(P)
+    )
       writes.push({ db: database, key: String(args[1]) });
   });
   const drill = await post('/drill/run', { job: 'cache' }, operator);
   t.equal(drill.status, 202, drill.text);
   for (let i = 0; i < 400 && e.app.drills.active; i++) await new Promise((r) => setTimeout(r, 25));
-  const ev = (await http(`${e.url}/admin/drill-evidence?job=cache`, { headers: operator })).json().evidence[0];
+  const ev = (await http(`${e.url}/admin/drill-evidence?job=cache`, { headers: operator })).json()
+    .evidence[0];
   await new Promise((r) => setTimeout(r, 100));
   monitor.disconnect();
   return { e, ev, runId, writes };
@@ -99,7 +117,11 @@ async function world(t: Parameters<Parameters<typeof t.test>[1]>[0], withScratch
 
 t.test('a repointed job: the drill writes to the scratch database only, and removes it', async (t) => {
   const { e, ev, runId, writes } = await world(t, true);
-  t.match(ev, { job: 'cache', runId, sourceType: 'redis', verdict: 'pass', records: 40, matched: 40 }, JSON.stringify(ev));
+  t.match(
+    ev,
+    { job: 'cache', runId, sourceType: 'redis', verdict: 'pass', records: 40, matched: 40 },
+    JSON.stringify(ev),
+  );
   const restores = writes.filter((w) => w.db === String(SCRATCH_DB) && w.key.startsWith('coffer-scratch:'));
   t.ok(restores.length >= 40, `the drill wrote into the scratch database (${restores.length} writes)`);
   t.same(
@@ -118,7 +140,13 @@ t.test('a repointed job: the drill writes to the scratch database only, and remo
 t.test('no scratch target configured: the drill ends error and writes nothing', async (t) => {
   const { ev, runId, writes } = await world(t, false);
   t.same(writes, [], 'no write reached the server');
-  t.match(ev, { job: 'cache', runId, sourceType: 'redis', verdict: 'error', reason: 'no scratch target for a redis drill' });
+  t.match(ev, {
+    job: 'cache',
+    runId,
+    sourceType: 'redis',
+    verdict: 'error',
+    reason: 'no scratch target for a redis drill',
+  });
   t.equal(ev.bytes, 0, 'nothing restored');
   t.same(await repointed.keys(`${P}*`), [], 'nothing in the repointed namespace');
   t.equal((await src.keys(`${P}*`)).length, 40, 'the live source is unchanged');

@@ -27,9 +27,9 @@ import {
   type PlanOptions,
   planFromIndex,
   planRestore,
+  RestoreError,
   recordDryRun,
   rejectRestore,
-  RestoreError,
   requestRestoreApproval,
   reserveRestoreApproval,
   validateRestoreRequest,
@@ -142,7 +142,9 @@ export default async function restoreRoutes(app: FastifyInstance): Promise<void>
       return null;
     }
     // The redis/s3 allow-list (context.ts): checked at apply time, never at a dry run.
-    const refused = plan.target ? await restoreTargetAllowed(app, plan.target.binding, options.request) : null;
+    const refused = plan.target
+      ? await restoreTargetAllowed(app, plan.target.binding, options.request)
+      : null;
     if (refused !== null) {
       await app.audit.forRequest(request, {
         action: 'restore-apply-denied',

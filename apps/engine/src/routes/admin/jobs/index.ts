@@ -15,8 +15,8 @@ import { isStateError, type JobRecord, type State } from '@coffer/state';
 import type { FastifyInstance } from 'fastify';
 import { Compile } from 'typebox/compile';
 import type { RequestAuditEvent } from '../../../audit/index.ts';
-import type { EngineCaller } from '../../../plugins/auth.ts';
 import { checkJobSource, inlineFieldRefusal, type JobRefusal } from '../../../connections/resolve.ts';
+import type { EngineCaller } from '../../../plugins/auth.ts';
 import { ifMatchRevOf, refusalBody } from './preconditions.ts';
 import { BulkBody, DeleteBody, type JobConfig, MAX_BATCH, normaliseJob, UpsertBody } from './schema.ts';
 
