@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { repoRoot, tempDir } from '@coffer/testkit';
-import t from 'tap';
+import t, { type Test as Tap } from 'tap';
 import { loadConfig } from '../../src/config.ts';
 import { ConfigError } from '../../src/errors.ts';
 import { ADMIN_TOKEN } from '../helpers/engine.ts';
@@ -21,11 +21,7 @@ process.env.COFFER_TEST_CONN_SECRET = 'connection-test-s3-secret';
 process.env.COFFER_TEST_SNEAKY = ADMIN_TOKEN;
 delete process.env.COFFER_TEST_UNSET;
 
-function load(
-  t: Parameters<Parameters<typeof t.test>[1]>[0],
-  doc: unknown,
-  extra: Record<string, string> = {},
-) {
+function load(t: Tap, doc: unknown, extra: Record<string, string> = {}) {
   const dir = tempDir(t, 'coffer-conn-config-');
   const file = join(dir, 'connections.json');
   writeFileSync(file, typeof doc === 'string' ? doc : JSON.stringify(doc));

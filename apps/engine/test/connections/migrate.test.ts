@@ -132,7 +132,7 @@ t.test(
     t.match((await st.jobs.get('twice'))?.config.source, { type: 'redis', connection: 'cache' });
     for (const id of ['nobody', 'other-bucket']) {
       t.notOk(
-        'connection' in ((await st.jobs.get(id))?.config.source ?? {}),
+        'connection' in (((await st.jobs.get(id))?.config.source ?? {}) as object),
         `${id} stays stored unmigrated`,
       );
     }
@@ -178,7 +178,9 @@ t.test('a job that two connections match is not migrated', async (t) => {
     ENGINE_DATA_DIR: dataDir,
     ENGINE_CONNECTIONS_FILE: join(dir, 'connections.json'),
   });
-  t.notOk('connection' in ((await after.app.engine.state.jobs.get('twice'))?.config.source ?? {}));
+  t.notOk(
+    'connection' in (((await after.app.engine.state.jobs.get('twice'))?.config.source ?? {}) as object),
+  );
   t.match(
     after.logs.join(''),
     /job twice is not migrated.*2 configured connections match: configure exactly one/,

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { encodeKeyFile, generateRecipient } from '@coffer/crypto';
 import { redisUrl, tempDir } from '@coffer/testkit';
 import { Redis } from 'ioredis';
-import t from 'tap';
+import t, { type Test as Tap } from 'tap';
 import { bearer, http, startEngine } from '../helpers/engine.ts';
 import { AUDIENCE, ISSUER, startKeySet, TEAM_DOMAIN } from '../helpers/perimeter.ts';
 import { makePki } from '../helpers/tls.ts';
@@ -38,7 +38,7 @@ t.teardown(async () => {
 });
 for (let i = 0; i < 40; i++) await src.set(`${P}k${i}`, `value-${i}-${randomBytes(16).toString('hex')}`);
 
-async function world(t: Parameters<Parameters<typeof t.test>[1]>[0], withScratch: boolean) {
+async function world(t: Tap, withScratch: boolean) {
   const dir = tempDir(t, 'coffer-drill-scratch-');
   writeFileSync(join(dir, 'bg.pub'), encodeKeyFile('recipient-public', generateRecipient().publicKey));
   const conn = { type: 'redis', url: plain, passwordEnv: 'COFFER_TEST_DRILL_REDIS_PASSWORD' };
