@@ -85,6 +85,15 @@ t.test('an operator cannot make the engine send the admin token to a host of the
   };
   const post = (path: string, body: unknown) => http(`${url}/admin${path}`, { headers: operator, body });
 
+  // 0. What the operator can see: the connection ids to pick from, never a credential or its name.
+  const listed = await http(`${url}/admin/connections`, { headers: operator });
+  t.equal(listed.status, 200, listed.text);
+  t.same(listed.json(), {
+    connections: [{ id: 'cache', type: 'redis', host: `${real.hostname}:${real.port}`, restore: false }],
+    scratch: { redis: null, s3: null },
+  });
+  t.notMatch(listed.text, /PASSWORD|passwordEnv/, 'no credential variable name');
+
   // 1. Every shape that names a host or a credential variable: 400 with a stable code.
   const refused: Array<[string, Record<string, unknown>, string, RegExp]> = [
     [
