@@ -27,7 +27,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import {
   type DrillEvidence,
   type DrillScratch,
@@ -301,6 +301,28 @@ export class DrillService {
   private async removeScratch(ns: DrillNamespace): Promise<boolean> {
     const connections = this.app.engine.config.connections;
     try {
+      // A recorded namespace is removed only when it has the shape this service gives one, so a
+      // damaged or forged settings row can never point the removal at anything else.
+      const tag = `drill-${ns.id}`;
+      if (
+        !/^[0-9a-f]{16}$/.test(ns.id) ||
+        basename(ns.files) !== tag ||
+        (ns.redis !== undefined &&
+          (ns.redis.prefix !== `coffer-scratch:${ns.id}:` ||
+            ns.redis.connection !== connections.scratch.redis?.connection ||
+            ns.redis.db !== connections.scratch.redis?.db)) ||
+        (ns.s3 !== undefined &&
+          (ns.s3.prefix !== `${connections.scratch.s3?.prefix}${tag}` ||
+            ns.s3.connection !== connections.scratch.s3?.connection ||
+            ns.s3.bucket !== connections.scratch.s3?.bucket))
+      ) {
+        this.app.log.warn(
+          { event: 'drill-scratch-ignored', namespace: String(ns.id) },
+          'a drill scratch record does not match the configured scratch targets (changed since?); remove its copy by hand',
+        );
+        await this.app.engine.state.settings.delete(`${DRILL_SCRATCH_PREFIX}${ns.id}`);
+        return false;
+      }
       await removeFilesScratch(ns.files);
       if (ns.redis) {
         const c = connections.connections.get(ns.redis.connection);
