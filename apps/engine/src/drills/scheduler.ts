@@ -216,6 +216,11 @@ export class DrillService {
           now: this.now,
           scratch: prepared.scratch,
         });
+        // Pass or fail, the scratch copy goes before the evidence is recorded: whoever sees the
+        // evidence sees a drill that left nothing behind (or logged why it could not).
+        const used = ns;
+        ns = null;
+        await this.removeScratch(used);
         await state.settings.set(`${DRILL_EVIDENCE_PREFIX}${ev.id}`, ev);
         this.lastEvidence = ev;
         await this.app.audit.append({
@@ -241,8 +246,8 @@ export class DrillService {
         this.app.log.warn({ event: 'drill-failed', code: (e as { code?: unknown }).code }, 'drill failed');
         return null;
       } finally {
-        // Pass or fail, the scratch copy goes; a namespace that cannot be removed now stays
-        // recorded and is retried at the next drill or start.
+        // A drill that threw before its removal above: its namespace goes here; one that cannot be
+        // removed now stays recorded and is retried at the next drill or start.
         if (ns !== null) await this.removeScratch(ns);
         clearInterval(renew);
         this.current = null;
