@@ -26,6 +26,7 @@ import auditPlugin, { recordStartFacts } from './audit/index.ts';
 import { createAdminTokenChecker } from './auth/admin-token.ts';
 import { createPerimeterVerifier } from './auth/perimeter.ts';
 import type { EngineConfig } from './config.ts';
+import { migrateJobs } from './connections/migrate.ts';
 import type { EngineContext } from './context.ts';
 import { type DrillSchedulerOptions, installDrills } from './drills/scheduler.ts';
 import { ConfigError, EngineError } from './errors.ts';
@@ -41,7 +42,7 @@ import pullRoutes from './routes/pull/index.ts';
 import rootRoutes from './routes/root/index.ts';
 import scimFamily from './routes/scim/index.ts';
 import testFaultRoutes from './routes/test-fault/index.ts';
-import { createRunService, FaultRegistry, type RunServiceOptions } from './runs/index.ts';
+import { createRunService, FaultRegistry, openJobSource, type RunServiceOptions } from './runs/index.ts';
 import { openEngineState, type State } from './state/index.ts';
 
 export interface BuildAppOptions {
@@ -163,6 +164,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     tickSeconds: config.tickSeconds,
     leaseSeconds: config.runLeaseSeconds,
     faults: config.harnessTestFaults ? new FaultRegistry() : null,
+    // Redis and s3 sources open only through the connections of ENGINE_CONNECTIONS_FILE.
+    openSource: (job) => openJobSource(job.source, job.id, config.connections),
     ...options.runs,
   });
   app.decorate('runs', runs);
@@ -201,6 +204,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   await app.register(rateLimitPlugin, { state, ...options.rateLimit });
   await app.register(auditPlugin, { state });
   await recordStartFacts(app.audit, state, config, app.log);
+  // Before any run can start: stored inline redis/s3 sources to named connections (or flagged).
+  await migrateJobs(state, config.connections, app.log);
   await app.register(rootRoutes);
   await app.register(pullRoutes);
   if (config.harnessTestFaults) await app.register(testFaultRoutes, { prefix: '/admin/test-fault' });

@@ -10,6 +10,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { delimiter, isAbsolute, join, resolve } from 'node:path';
+import { type ConnectionsConfig, loadConnections } from './connections/config.ts';
 import { ConfigError } from './errors.ts';
 
 export type DatabaseConfig = { kind: 'sqlite'; file: string } | { kind: 'postgres'; url: string };
@@ -49,6 +50,8 @@ export interface EngineConfig {
   runLeaseSeconds: number;
   /** ENGINE_DESTINATIONS: extra destinations (`default` is always the local store in the data dir). */
   destinations: { id: string; url: string }[];
+  /** ENGINE_CONNECTIONS_FILE: named redis/s3 connections and drill scratch targets (src/connections). */
+  connections: ConnectionsConfig;
 }
 
 type Env = Record<string, string | undefined>;
@@ -256,6 +259,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     tickSeconds: seconds(env, 'ENGINE_TICK_SECONDS', 900, 5, 86_400),
     runLeaseSeconds: seconds(env, 'ENGINE_RUN_LEASE_SECONDS', 60, 5, 3600),
     destinations: destinations(env, cwd),
+    connections: loadConnections(env, cwd, dataDir),
   };
 }
 
@@ -284,4 +288,5 @@ export const CONFIG_VARIABLES = [
   'ENGINE_TICK_SECONDS',
   'ENGINE_RUN_LEASE_SECONDS',
   'ENGINE_DESTINATIONS',
+  'ENGINE_CONNECTIONS_FILE',
 ] as const;

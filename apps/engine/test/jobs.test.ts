@@ -1,3 +1,5 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { postgresUrl, tempDir } from '@coffer/testkit';
 import t from 'tap';
 import { bearer, http, startEngine } from './helpers/engine.ts';
@@ -91,7 +93,14 @@ t.test('jobs: upsert, list, ifMatchRev table, delete', async (t) => {
 });
 
 t.test('jobs: validation refuses unknown properties and wrong types with a generic 400', async (t) => {
-  const { url } = await startEngine(t);
+  const dir = tempDir(t, 'coffer-jobs-connections-');
+  writeFileSync(
+    join(dir, 'connections.json'),
+    JSON.stringify({
+      connections: { assets: { type: 's3', endpoint: 'http://127.0.0.1:9000', forcePathStyle: true } },
+    }),
+  );
+  const { url } = await startEngine(t, { ENGINE_CONNECTIONS_FILE: join(dir, 'connections.json') });
   const post = (body: unknown, raw?: string) =>
     http(`${url}/admin/jobs`, { headers: { ...bearer(), 'content-type': 'application/json' }, body, raw });
   const cases: Array<[string, unknown]> = [
@@ -121,15 +130,7 @@ t.test('jobs: validation refuses unknown properties and wrong types with a gener
     name: 'Full job',
     cadenceSeconds: 86400,
     enabled: false,
-    source: {
-      type: 's3',
-      bucket: 'my-bucket',
-      prefix: 'p/',
-      endpoint: 'http://127.0.0.1:9000',
-      forcePathStyle: true,
-      accessKeyIdEnv: 'S3_KEY',
-      secretAccessKeyEnv: 'S3_SECRET',
-    },
+    source: { type: 's3', connection: 'assets', bucket: 'my-bucket', prefix: 'p/' },
     destinations: ['default'],
     retention: { keepLast: 10, keepDays: 30 },
     restoreTestCadenceSeconds: 604800,
@@ -145,7 +146,7 @@ t.test('jobs/bulk: continue-on-error, index-aligned outcomes, 100 cap with maxBa
     { ...MINIMAL, id: 'b', cadenceSeconds: 'x' },
     { ...MINIMAL, id: 'c' },
     { ...MINIMAL, ifMatchRev: null },
-    { id: 'e', cadenceSeconds: 60, source: { type: 'redis', url: 'redis://127.0.0.1:6379' } },
+    { id: 'e', cadenceSeconds: 60, source: { type: 'files', path: '/srv/e', include: ['a/'] } },
   ]);
   t.equal(r.status, 200, r.text);
   const { outcomes } = r.json();

@@ -36,8 +36,12 @@ import { unsafeFileName } from './target.ts';
 export interface DrillScratch {
   /** Directory for files and sqlite drills (a fresh sub-directory is made and removed). */
   dir: string;
-  /** Redis drills: the server to restore into (keys under a random prefix, removed afterwards). */
-  redis?: { url: string; db?: number };
+  /**
+   * Redis drills: the server to restore into (keys under a random prefix, removed afterwards).
+   * `prefix` (default none) goes before that random prefix, so a caller that records it before the
+   * drill can remove a crashed drill's keys later (removeRedisScratch).
+   */
+  redis?: { url: string; db?: number; prefix?: string };
   /** S3 drills: a bucket to restore into (objects under a random prefix, removed afterwards). */
   s3?: Omit<S3SourceConfig, 'type' | 'binding'>;
 }
@@ -109,7 +113,7 @@ async function scratchFor(sourceType: string, scratch: DrillScratch, id: string)
     case 'redis': {
       const r = scratch.redis;
       if (r === undefined) throw new Error('no scratch redis configured');
-      const prefix = `coffer-drill:${id}:`;
+      const prefix = `${r.prefix ?? ''}coffer-drill:${id}:`;
       const p = Buffer.from(prefix);
       let compare: Redis | null = null;
       return {

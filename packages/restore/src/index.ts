@@ -38,6 +38,7 @@ export {
 } from './approvals.ts';
 export { type Attestation, type AttestOptions, attestRun } from './attest.ts';
 export { type DrillEvidence, type DrillOptions, type DrillScratch, runDrill } from './drill.ts';
+export { removeFilesScratch, removeRedisScratch, removeS3Scratch } from './drill-scratch.ts';
 export {
   codeOf,
   isRestoreError,

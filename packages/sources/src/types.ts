@@ -56,6 +56,11 @@ export interface EnumerateOptions extends ListOptions {
    * Counted from `cursor` (a resumed enumeration gets a fresh budget).
    */
   maxPages?: number;
+  /**
+   * Most entries (records plus skipped names) to list before giving up with
+   * ERR_SOURCE_LISTING_OVER_CAP (default: no count, only `maxPages`). Counted from `cursor`.
+   */
+  maxEntries?: number;
 }
 
 /** Options of `read`. */

@@ -66,3 +66,32 @@ t.test('the page cap fails the listing', async (t) => {
   for await (const e of src.enumerate({ pageSize: 2, maxPages: 3 })) ok.push(e.name);
   t.equal(ok.length, 5);
 });
+
+t.test('the entry cap fails the listing before a page past it is handed out', async (t) => {
+  const dir = tempDir(t);
+  const { writeFileSync } = await import('node:fs');
+  for (let i = 0; i < 5; i++) writeFileSync(join(dir, `f${i}`), 'x');
+  const src = openSource({ type: 'files', root: dir });
+  t.teardown(() => src.close());
+  const seen: string[] = [];
+  await t.rejects(
+    (async () => {
+      for await (const e of src.enumerate({ pageSize: 2, maxEntries: 4 })) seen.push(e.name);
+    })(),
+    {
+      code: 'ERR_SOURCE_LISTING_OVER_CAP',
+      reason: SOURCE_FAILURE_REASONS.pageCap,
+      message: /more than 4 entries/,
+    },
+  );
+  t.equal(seen.length, 4, 'the pages within the cap were listed');
+  const ok: string[] = [];
+  for await (const e of src.enumerate({ pageSize: 2, maxEntries: 5 })) ok.push(e.name);
+  t.equal(ok.length, 5, 'exactly at the cap is fine');
+  await t.rejects(
+    (async () => {
+      for await (const _ of src.enumerate({ maxEntries: 0 })) void _;
+    })(),
+    { code: 'ERR_SOURCE_INVALID_CONFIG' },
+  );
+});

@@ -14,20 +14,54 @@
  * runs; a crashed holder's lease expires), so two engine processes never drill at once; the live
  * session is kept in the setting `drill.session` so either process can name it.
  *
- * Security-relevant behaviour: a drill writes only into a scratch target (a fresh directory under
- * `<data dir>/drills`, or a random key prefix), never into a source; evidence and audit events hold
- * counts, timings, verdicts and record names of mismatches, never bytes, keys or credentials.
+ * Scratch: a drill restores only into the owner-configured scratch targets (ENGINE_CONNECTIONS_FILE
+ * `scratch`: a directory, default `<data dir>/drills`; a redis connection and database; an s3
+ * connection, bucket and prefix), each drill in its own fresh namespace (DrillNamespace), recorded
+ * in the setting `drill.scratch.<id>` before anything is written and removed at the end, pass or
+ * fail; a namespace left by a crash is removed at the next start (or the next drill).
+ *
+ * Security-relevant behaviour: a drill never writes into a job's source (whatever the job names,
+ * the write goes to scratch only; a redis/s3 job without a scratch target ends with an `error`
+ * verdict); evidence and audit events hold counts, timings, verdicts and record names of
+ * mismatches, never bytes, keys or credentials.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
-import { type DrillEvidence, runDrill } from '@coffer/restore';
+import { basename, join } from 'node:path';
+import {
+  type DrillEvidence,
+  type DrillScratch,
+  removeFilesScratch,
+  removeRedisScratch,
+  removeS3Scratch,
+  runDrill,
+} from '@coffer/restore';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { DRILL_EVIDENCE_PREFIX, sourceConfigOf } from '../routes/restore/context.ts';
+import type { RedisConnection, S3Connection } from '../connections/config.ts';
+import { redisConnectorUrl, s3ConnectorSettings } from '../connections/resolve.ts';
+import { DRILL_EVIDENCE_PREFIX } from '../routes/restore/context.ts';
 import { acquirePin, pinId, releasePin } from '../runs/pins.ts';
 
 export const DRILL_LEASE = 'drill.session';
 export const DRILL_SESSION_SETTING = 'drill.session';
+/** Settings `drill.scratch.<id>`: a drill's scratch namespace, recorded before it writes. */
+export const DRILL_SCRATCH_PREFIX = 'drill.scratch.';
+
+/**
+ * One drill's own namespace under each owner-configured scratch target (ENGINE_CONNECTIONS_FILE
+ * `scratch`): a fresh directory, a random key prefix in the scratch redis database, a random
+ * sub-prefix in the scratch bucket. Names and ids only, never a credential.
+ */
+export interface DrillNamespace {
+  id: string;
+  sessionId: string;
+  holder: string;
+  job: string;
+  createdAt: string;
+  files: string;
+  redis?: { connection: string; db: number; prefix: string };
+  s3?: { connection: string; bucket: string; prefix: string };
+}
 
 export interface DrillSession {
   sessionId: string;
@@ -70,6 +104,7 @@ export class DrillService {
   private timer: NodeJS.Timeout | null = null;
   private checking: Promise<string[]> | null = null;
   private running: Promise<unknown> | null = null;
+  private sweeping: Promise<number> | null = null;
   private stopped = false;
 
   constructor(app: FastifyInstance, options: DrillSchedulerOptions = {}) {
@@ -119,7 +154,7 @@ export class DrillService {
     jobId: string,
     options: { runId?: string; trigger: 'manual' | 'schedule'; request?: FastifyRequest },
   ): Promise<DrillStart> {
-    const { state, keys, destinations, config } = this.app.engine;
+    const { state, keys, destinations } = this.app.engine;
     if (this.current) return { kind: 'busy', sessionId: this.current.sessionId };
     const job = await state.jobs.get(jobId);
     if (!job) return { kind: 'not-found', what: 'job' };
@@ -163,13 +198,21 @@ export class DrillService {
     const actor = options.request
       ? this.app.audit.actorOf(options.request)
       : { actor: { email: null, subject: null, method: 'engine' as const } };
-    const scratchDir = join(config.dataDir, 'drills');
-    const source = sourceConfigOf(job.config.source as Record<string, unknown> | undefined, job.id);
     const dests = (job.config.destinations as string[] | undefined) ?? ['default'];
     const store = destinations.get(dests[0] ?? 'default') ?? destinations.get('default')!;
     const done = (async (): Promise<DrillEvidence | null> => {
+      let ns: DrillNamespace | null = null;
       try {
-        mkdirSync(scratchDir, { recursive: true, mode: 0o700 });
+        // Under the lease no other drill runs anywhere: a namespace still recorded is a crashed one.
+        await this.sweepScratch(true);
+        const prepared = this.prepareScratch(
+          session,
+          String((job.config.source as { type?: unknown } | undefined)?.type ?? ''),
+        );
+        ns = prepared.ns;
+        // Recorded before anything is written, so a crash mid-drill is cleaned at the next start.
+        await state.settings.set(`${DRILL_SCRATCH_PREFIX}${ns.id}`, ns);
+        mkdirSync(ns.files, { recursive: true, mode: 0o700 });
         const ev = await runDrill({
           store,
           job: job.id,
@@ -178,20 +221,13 @@ export class DrillService {
           signerPublicKey: keys.signer.publicKey,
           trigger: options.trigger,
           now: this.now,
-          scratch: {
-            dir: scratchDir,
-            ...(source?.type === 'redis' ? { redis: { url: source.url, db: source.db ?? 0 } } : {}),
-            ...(source?.type === 's3'
-              ? {
-                  s3: {
-                    ...source,
-                    // 'site/' + '/' would be an empty key segment, which the S3 driver refuses.
-                    prefix: `${source.prefix ? `${source.prefix.replace(/\/+$/, '')}/` : ''}coffer-drills`,
-                  },
-                }
-              : {}),
-          },
+          scratch: prepared.scratch,
         });
+        // Pass or fail, the scratch copy goes before the evidence is recorded: whoever sees the
+        // evidence sees a drill that left nothing behind (or logged why it could not).
+        const used = ns;
+        ns = null;
+        await this.removeScratch(used);
         await state.settings.set(`${DRILL_EVIDENCE_PREFIX}${ev.id}`, ev);
         this.lastEvidence = ev;
         await this.app.audit.append({
@@ -217,6 +253,9 @@ export class DrillService {
         this.app.log.warn({ event: 'drill-failed', code: (e as { code?: unknown }).code }, 'drill failed');
         return null;
       } finally {
+        // A drill that threw before its removal above: its namespace goes here; one that cannot be
+        // removed now stays recorded and is retried at the next drill or start.
+        if (ns !== null) await this.removeScratch(ns);
         clearInterval(renew);
         this.current = null;
         await releasePin(state.settings, pin.id);
@@ -226,6 +265,128 @@ export class DrillService {
     })();
     this.running = done;
     return { kind: 'started', session, done };
+  }
+
+  /**
+   * The drill's namespace and the runDrill scratch pointing into it. A redis or s3 job gets its
+   * scratch only from the configured scratch target; without one (or when its connection's
+   * credentials cannot be read) runDrill ends with an `error` verdict and writes nothing.
+   */
+  private prepareScratch(
+    session: DrillSession,
+    sourceType: string,
+  ): { ns: DrillNamespace; scratch: DrillScratch } {
+    const connections = this.app.engine.config.connections;
+    const id = randomBytes(8).toString('hex');
+    const ns: DrillNamespace = {
+      id,
+      sessionId: session.sessionId,
+      holder: this.holder,
+      job: session.job,
+      createdAt: this.now().toISOString(),
+      files: join(connections.scratch.files, `drill-${id}`),
+    };
+    const scratch: DrillScratch = { dir: ns.files };
+    const sr = connections.scratch.redis;
+    if (sourceType === 'redis' && sr) {
+      const c = connections.connections.get(sr.connection) as RedisConnection;
+      try {
+        ns.redis = { connection: sr.connection, db: sr.db, prefix: `coffer-scratch:${id}:` };
+        scratch.redis = { url: redisConnectorUrl(c, connections), db: sr.db, prefix: ns.redis.prefix };
+      } catch {
+        delete ns.redis;
+      }
+    }
+    const ss = connections.scratch.s3;
+    if (sourceType === 's3' && ss) {
+      const c = connections.connections.get(ss.connection) as S3Connection;
+      try {
+        ns.s3 = { connection: ss.connection, bucket: ss.bucket, prefix: `${ss.prefix}drill-${id}` };
+        scratch.s3 = { bucket: ss.bucket, prefix: ns.s3.prefix, ...s3ConnectorSettings(c, connections) };
+      } catch {
+        delete ns.s3;
+      }
+    }
+    return { ns, scratch };
+  }
+
+  /** Removes a namespace's scratch copy; forgets the namespace only once all of it is gone. */
+  private async removeScratch(ns: DrillNamespace): Promise<boolean> {
+    const connections = this.app.engine.config.connections;
+    try {
+      // A recorded namespace is removed only when it has the shape this service gives one, so a
+      // damaged or forged settings row can never point the removal at anything else.
+      const tag = `drill-${ns.id}`;
+      if (
+        !/^[0-9a-f]{16}$/.test(ns.id) ||
+        basename(ns.files) !== tag ||
+        (ns.redis !== undefined &&
+          (ns.redis.prefix !== `coffer-scratch:${ns.id}:` ||
+            ns.redis.connection !== connections.scratch.redis?.connection ||
+            ns.redis.db !== connections.scratch.redis?.db)) ||
+        (ns.s3 !== undefined &&
+          (ns.s3.prefix !== `${connections.scratch.s3?.prefix}${tag}` ||
+            ns.s3.connection !== connections.scratch.s3?.connection ||
+            ns.s3.bucket !== connections.scratch.s3?.bucket))
+      ) {
+        this.app.log.warn(
+          { event: 'drill-scratch-ignored', namespace: String(ns.id) },
+          'a drill scratch record does not match the configured scratch targets (changed since?); remove its copy by hand',
+        );
+        await this.app.engine.state.settings.delete(`${DRILL_SCRATCH_PREFIX}${ns.id}`);
+        return false;
+      }
+      await removeFilesScratch(ns.files);
+      if (ns.redis) {
+        const c = connections.connections.get(ns.redis.connection);
+        if (c?.type !== 'redis') throw new Error('scratch redis connection no longer configured');
+        await removeRedisScratch(redisConnectorUrl(c, connections), ns.redis.db, ns.redis.prefix);
+      }
+      if (ns.s3) {
+        const c = connections.connections.get(ns.s3.connection);
+        if (c?.type !== 's3') throw new Error('scratch s3 connection no longer configured');
+        await removeS3Scratch({
+          bucket: ns.s3.bucket,
+          prefix: ns.s3.prefix,
+          ...s3ConnectorSettings(c, connections),
+        });
+      }
+      await this.app.engine.state.settings.delete(`${DRILL_SCRATCH_PREFIX}${ns.id}`);
+      return true;
+    } catch (e) {
+      this.app.log.warn(
+        { event: 'drill-scratch-left', namespace: ns.id, code: (e as { code?: unknown }).code },
+        `drill scratch namespace ${ns.id} could not be removed yet; retried at the next drill or start`,
+      );
+      return false;
+    }
+  }
+
+  /**
+   * Removes the scratch copies of drills that died mid-way. `underLease`: this process holds the
+   * drill lease, so every recorded namespace is a dead drill's. Otherwise (at start) a namespace
+   * is removed when it was this engine's (a previous life of the same instance) or when no drill
+   * lease is live anywhere.
+   */
+  async sweepScratch(underLease = false): Promise<number> {
+    const st = this.app.engine.state;
+    let removed = 0;
+    for (const { value } of await st.settings.list(DRILL_SCRATCH_PREFIX)) {
+      const ns = value as DrillNamespace;
+      if (this.current && ns.sessionId === this.current.sessionId && !underLease) continue;
+      if (!underLease && ns.holder !== this.holder) {
+        const lease = await st.leases.get(DRILL_LEASE);
+        if (lease && lease.expiresAt > Date.now()) continue;
+      }
+      if (await this.removeScratch(ns)) {
+        removed++;
+        this.app.log.info(
+          { event: 'drill-scratch-removed', namespace: ns.id, job: ns.job },
+          `removed the scratch copy of an interrupted drill of job ${ns.job}`,
+        );
+      }
+    }
+    return removed;
   }
 
   /** Jobs due a scheduled drill now, most overdue first. */
@@ -290,10 +451,27 @@ export class DrillService {
     this.timer = null;
   }
 
+  /** Starts the start-time sweep of crashed drills' scratch copies (once). */
+  startSweep(): void {
+    this.sweeping ??= this.sweepScratch().catch((e) => {
+      this.app.log.warn(
+        { event: 'drill-scratch-sweep-failed', code: (e as { code?: unknown }).code },
+        'scratch sweep failed',
+      );
+      return 0;
+    });
+  }
+
+  /** The start-time sweep (tests wait for it), or null when it was not started. */
+  get sweep(): Promise<number> | null {
+    return this.sweeping;
+  }
+
   /** Stops the checks for good and waits for a running drill to finish (before close). */
   async stop(): Promise<void> {
     this.stopped = true;
     this.stopScheduler();
+    await this.sweeping?.catch(() => undefined);
     await this.checking?.catch(() => undefined);
     await this.running?.catch(() => undefined);
   }
@@ -303,6 +481,11 @@ export class DrillService {
 export function installDrills(app: FastifyInstance, options: DrillSchedulerOptions = {}): DrillService {
   const drills = new DrillService(app, options);
   app.decorate('drills', drills);
+  // A drill that crashed mid-way left its scratch copy: removed at start (in the background, so a
+  // slow scratch server does not hold the engine's start; stop() waits for it).
+  app.addHook('onReady', async () => {
+    drills.startSweep();
+  });
   app.addHook('preClose', async () => drills.stop());
   return drills;
 }

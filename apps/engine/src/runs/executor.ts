@@ -68,7 +68,12 @@ export interface RunJob {
   retention?: { keepLast?: number; keepDays?: number };
   /** Record an unchanged source as `ok` with `unchangedFrom` instead of sealing it again (unchanged.ts). */
   skipUnchanged?: boolean;
+  /** The listing cap: most source entries one run lists (default DEFAULT_MAX_ENTRIES). */
+  maxEntries?: number;
 }
+
+/** A job's default listing cap (docs/jobs.md `maxEntries`): 10,000 pages of 200, as before. */
+export const DEFAULT_MAX_ENTRIES = 2_000_000;
 
 export interface RunLogger {
   info(obj: Record<string, unknown>, msg: string): void;
@@ -337,7 +342,11 @@ export async function attemptRun(
         // Short pages: a page's records stay alive until the feed reaches them, and a long page
         // outlives two young-generation collections, so its records get promoted to the old
         // generation only to die there (measured: fewer, cheaper collections with 200).
-        for await (const entry of src.enumerate({ pageSize: LISTING_PAGE })) {
+        const maxEntries = job.maxEntries ?? DEFAULT_MAX_ENTRIES;
+        // The page cap stays as a guard against listings of empty pages (a sparse redis SCAN),
+        // never tighter than what the entry cap allows.
+        const maxPages = Math.max(10_000, Math.ceil(maxEntries / LISTING_PAGE) + 1);
+        for await (const entry of src.enumerate({ pageSize: LISTING_PAGE, maxEntries, maxPages })) {
           if (signal.aborted) return;
           if (isSkippedEntry(entry)) {
             skipped++;

@@ -106,7 +106,8 @@ export type RunErrorCode =
   | 'ERR_RUN_RESUME_DIVERGENT'
   | 'ERR_RUN_VERIFY_FAILED'
   | 'ERR_RUN_INVARIANT'
-  | 'ERR_RUN_JOB_GONE';
+  | 'ERR_RUN_JOB_GONE'
+  | 'ERR_RUN_CONNECTION_UNCONFIGURED';
 
 export const RUN_ERROR_CODES: readonly RunErrorCode[] = [
   'ERR_RUN_NOT_CONFIGURED',
@@ -116,6 +117,7 @@ export const RUN_ERROR_CODES: readonly RunErrorCode[] = [
   'ERR_RUN_VERIFY_FAILED',
   'ERR_RUN_INVARIANT',
   'ERR_RUN_JOB_GONE',
+  'ERR_RUN_CONNECTION_UNCONFIGURED',
 ];
 
 /** An error raised by the run machinery itself. Messages carry no secret and no record name. */
@@ -288,7 +290,11 @@ const BRANCHES: Branch[] = [
   (e) => (codeOf(e) === 'ERR_SOURCE_UNSUPPORTED_TYPE' ? REASON_UNSUPPORTED_TYPE : null),
   (e) => (codeOf(e) === 'ERR_SOURCE_RESOURCE_MISSING' ? REASON_RESOURCE_MISSING : null),
   (e) =>
-    codeOf(e) === 'ERR_SOURCE_BINDING' || codeOf(e) === 'ERR_SOURCE_INVALID_CONFIG' ? REASON_BINDING : null,
+    codeOf(e) === 'ERR_SOURCE_BINDING' ||
+    codeOf(e) === 'ERR_SOURCE_INVALID_CONFIG' ||
+    codeOf(e) === 'ERR_RUN_CONNECTION_UNCONFIGURED'
+      ? REASON_BINDING
+      : null,
   // 16. (no connector here slices a source; kept for the list's order)
   (e) => (codeOf(e) === 'ERR_SOURCE_SLICE_TOO_LARGE' ? REASON_SLICE : null),
   (e) => {

@@ -2,11 +2,12 @@
  * Opening a job's source connector (@coffer/sources) from the job's `source` object, and the
  * narrow connector surface the run executor uses.
  *
- * Security-relevant behaviour: connection secrets never live in a job; a job names the
- * environment variables that hold them (`passwordEnv`, `accessKeyIdEnv`, `secretAccessKeyEnv`) and
- * they are read here, at open time, and handed to the connector only.
+ * Security-relevant behaviour: connection secrets never live in a job; a redis or s3 job names a
+ * connection of ENGINE_CONNECTIONS_FILE, whose credential variables are read at open time and
+ * handed to the connector only.
  */
 import { createRequire } from 'node:module';
+import { type ConnectionsConfig, NO_CONNECTIONS } from '../connections/config.ts';
 import { type JobSource, jobSourceConfig } from './source-config.ts';
 
 /** One record as the connector's listing saw it. */
@@ -34,6 +35,7 @@ export interface RunSource {
   enumerate(options?: {
     pageSize?: number;
     maxPages?: number;
+    maxEntries?: number;
   }): AsyncIterable<RunSourceRecord | RunSourceSkipped>;
   /** `buffer`: scratch memory the connector may read into (pieces valid until the next is asked for). */
   read(name: string, options?: { buffer?: Uint8Array }): Promise<AsyncIterable<Uint8Array>>;
@@ -80,9 +82,14 @@ export async function sourceError(code: string, message: string): Promise<Error>
  * Opens the connector for a job's source. `binding` is the job id (the configured connection
  * name recorded on each record). Throws SourceError (ERR_SOURCE_UNSUPPORTED_TYPE, BINDING, ...).
  */
-export async function openJobSource(source: JobSource, binding: string): Promise<RunSource> {
+export async function openJobSource(
+  source: JobSource,
+  binding: string,
+  // No connections by default: a redis or s3 source then fails to open (app.ts passes the engine's).
+  connections: ConnectionsConfig = NO_CONNECTIONS,
+): Promise<RunSource> {
   const mod = await sourcesModule();
-  const config = jobSourceConfig(source, binding);
+  const config = jobSourceConfig(source, binding, connections);
   if (config === null) throw new mod.SourceError('ERR_SOURCE_UNSUPPORTED_TYPE', 'unsupported source type');
   if (mod.openSource) return mod.openSource(config);
   const factory = {

@@ -12,6 +12,16 @@ import { bearer, http, type Reply, type Started, startEngine } from '../helpers/
 
 type T = Parameters<typeof startEngine>[0];
 
+/**
+ * Writes an ENGINE_CONNECTIONS_FILE document into a temporary directory and returns its path
+ * (redis and s3 jobs reference connections only; src/connections).
+ */
+export function connectionsFile(t: T, doc: Record<string, unknown>): string {
+  const path = join(tempDir(t, 'coffer-connections-'), 'connections.json');
+  writeFileSync(path, JSON.stringify(doc, null, 2));
+  return path;
+}
+
 export interface RestoreWorld {
   e: Started;
   /** The one restore root (ENGINE_RESTORE_ROOTS). */

@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { redisUrl } from '@coffer/testkit';
 import { Redis } from 'ioredis';
 import t from 'tap';
-import { restoreWorld } from './helpers.ts';
+import { connectionsFile, restoreWorld } from './helpers.ts';
 
 const url = new URL(await redisUrl());
 const PASSWORD_ENV = 'COFFER_TEST_RESTORE_REDIS_PASSWORD';
@@ -84,8 +84,19 @@ async function valueIn(c: Redis, key: string | Buffer): Promise<unknown> {
   }
 }
 
-const source = { type: 'redis', url: plainUrl, passwordEnv: PASSWORD_ENV, db: 11, keyPrefix: P };
-const w = await restoreWorld(t);
+const SCRATCH_DB = 10;
+const scratchDb = client(SCRATCH_DB);
+t.teardown(() => scratchDb.disconnect());
+const source = { type: 'redis', connection: 'test-redis', db: 11, keyPrefix: P };
+const connections = connectionsFile(t, {
+  connections: {
+    'test-redis': { type: 'redis', url: plainUrl, passwordEnv: PASSWORD_ENV, restore: true },
+    // The same server, but the owner did not allow restores through this connection.
+    'ro-redis': { type: 'redis', url: plainUrl, passwordEnv: PASSWORD_ENV },
+  },
+  scratch: { redis: { connection: 'test-redis', db: SCRATCH_DB } },
+});
+const w = await restoreWorld(t, { ENGINE_CONNECTIONS_FILE: connections });
 await seed();
 const runId = await w.backUp('cache', source);
 // The short-lived key is in the archive; wait until it is gone, so the dry run finds it expired.
@@ -221,11 +232,33 @@ t.test('refusals of a redis target', async (t) => {
   }
 });
 
-t.test('a drill restores under a scratch prefix, compares, removes it', async (t) => {
+t.test('a connection without restore: true refuses the apply (the dry run still plans it)', async (t) => {
+  const roRun = await w.backUp('cache-ro', { type: 'redis', connection: 'ro-redis', db: 11, keyPrefix: P });
+  const body = { runId: roRun, target: { namespaceId: '13' } };
+  const plan = await w.dryRun(body);
+  t.equal(plan.status, 200, plan.text);
+  const before = (await partial.keysBuffer(`${P}*`)).length;
+  const r = await w.post('/restore', { ...body, confirm: true, planHash: plan.json().planHash });
+  t.equal(r.status, 400, r.text);
+  t.match(r.json().error, /restores into connection "ro-redis" are not allowed .*"restore": true/);
+  t.equal((await partial.keysBuffer(`${P}*`)).length, before, 'nothing written');
+  const audit = (await w.get('/audit?action=restore-apply-denied')).json();
+  t.match(JSON.stringify(audit), /target-not-allowed/, 'the refusal is audited');
+  // Restoring the same run into a job whose connection allows restores is fine.
+  const other = await w.post('/restore', { runId: roRun, target: { binding: 'cache', namespaceId: '13' } });
+  t.equal(other.status, 200, other.text);
+});
+
+t.test('a drill restores into the scratch database only, compares, removes it', async (t) => {
+  const before = (await src.keysBuffer(`${P}*`)).length;
   const ev = await w.drill('cache');
   t.match(ev, { kind: 'coffer-drill-evidence', job: 'cache', runId, sourceType: 'redis', verdict: 'pass' });
   t.same(ev.mismatched, []);
-  t.same(await src.keys('coffer-drill:*'), [], 'nothing left behind');
+  t.equal((await src.keysBuffer(`${P}*`)).length, before, 'nothing written into the source database');
+  t.same(await src.keys('coffer-scratch:*'), [], 'no scratch key in the source database');
+  t.same(await src.keys('coffer-drill:*'), [], 'no drill key in the source database');
+  t.same(await scratchDb.keys('coffer-scratch:*'), [], 'the scratch copy was removed');
+  t.same(await w.e.app.engine.state.settings.list('drill.scratch.'), [], 'the namespace is forgotten');
 });
 
 t.test('a shard tampered between dry run and apply: aborted, zero keys written', async (t) => {

@@ -17,9 +17,10 @@ import {
 } from '@aws-sdk/client-s3';
 import { createTestBucket } from '@coffer/testkit';
 import t from 'tap';
-import { restoreWorld } from './helpers.ts';
+import { connectionsFile, restoreWorld } from './helpers.ts';
 
 const srcBucket = await createTestBucket('coffer-restore-src');
+const scratchBucket = await createTestBucket('coffer-restore-scratch');
 const freshBucket = await createTestBucket('coffer-restore-fresh');
 const partialBucket = await createTestBucket('coffer-restore-partial');
 const KEY_ENV = 'COFFER_TEST_RESTORE_S3_KEY';
@@ -65,16 +66,37 @@ async function keys(bucket: string, prefix = ''): Promise<string[]> {
   return (out.Contents ?? []).map((o) => o.Key!).sort();
 }
 
-const w = await restoreWorld(t);
+const connections = connectionsFile(t, {
+  connections: {
+    'test-s3': {
+      type: 's3',
+      endpoint: srcBucket.endpoint,
+      region: srcBucket.region,
+      forcePathStyle: true,
+      accessKeyIdEnv: KEY_ENV,
+      secretAccessKeyEnv: SECRET_ENV,
+      restore: true,
+    },
+    // Restores allowed, but only into the source bucket.
+    'limited-s3': {
+      type: 's3',
+      endpoint: srcBucket.endpoint,
+      region: srcBucket.region,
+      forcePathStyle: true,
+      accessKeyIdEnv: KEY_ENV,
+      secretAccessKeyEnv: SECRET_ENV,
+      buckets: [srcBucket.bucket],
+      restore: true,
+    },
+  },
+  scratch: { s3: { connection: 'test-s3', bucket: scratchBucket.bucket, prefix: 'drills/' } },
+});
+const w = await restoreWorld(t, { ENGINE_CONNECTIONS_FILE: connections });
 const runId = await w.backUp('site', {
   type: 's3',
+  connection: 'test-s3',
   bucket: srcBucket.bucket,
   prefix: PREFIX,
-  endpoint: srcBucket.endpoint,
-  region: srcBucket.region,
-  forcePathStyle: true,
-  accessKeyIdEnv: KEY_ENV,
-  secretAccessKeyEnv: SECRET_ENV,
 });
 const names = Object.keys(objects).sort();
 
@@ -205,8 +227,32 @@ t.test('refusals of an s3 target', async (t) => {
   t.notMatch(JSON.stringify(done), srcBucket.credentials.secretAccessKey);
 });
 
-t.test('a drill restores into a scratch prefix, compares, removes it', async (t) => {
+t.test('a bucket outside the connection’s buckets: the apply is refused, the dry run plans it', async (t) => {
+  const limitedRun = await w.backUp('site-limited', {
+    type: 's3',
+    connection: 'limited-s3',
+    bucket: srcBucket.bucket,
+    prefix: PREFIX,
+  });
+  const body = { runId: limitedRun, target: { bucketName: freshBucket.bucket, namespaceId: 'limited/' } };
+  const plan = await w.dryRun(body);
+  t.equal(plan.status, 200, plan.text);
+  const r = await w.post('/restore', { ...body, confirm: true, planHash: plan.json().planHash });
+  t.equal(r.status, 400, r.text);
+  t.match(r.json().error, /not one of the buckets of connection "limited-s3"/);
+  t.same(await keys(freshBucket.bucket, 'limited/'), [], 'nothing written');
+  // Within the list: allowed.
+  const inside = { runId: limitedRun, target: { namespaceId: 'limited-copy/' } };
+  const p2 = await w.dryRun(inside);
+  const done = await w.apply({ ...inside, planHash: p2.json().planHash });
+  t.equal(done.status, 'succeeded', JSON.stringify(done));
+  t.equal((await keys(srcBucket.bucket, 'limited-copy/')).length, 5);
+});
+
+t.test('a drill restores into the scratch bucket only, compares, removes it', async (t) => {
+  const before = await keys(srcBucket.bucket);
   const ev = await w.drill('site');
+  t.ok(before.length > 0);
   t.match(
     ev,
     { kind: 'coffer-drill-evidence', job: 'site', runId, sourceType: 's3', verdict: 'pass', records: 5 },
@@ -216,6 +262,9 @@ t.test('a drill restores into a scratch prefix, compares, removes it', async (t)
   t.same(
     await keys(srcBucket.bucket, PREFIX),
     names.map((n) => PREFIX + n),
-    'nothing left behind',
+    'the source prefix untouched',
   );
+  t.same(await keys(srcBucket.bucket), before, 'nothing written into the source bucket');
+  t.same(await keys(scratchBucket.bucket), [], 'the scratch copy was removed');
+  t.same(await w.e.app.engine.state.settings.list('drill.scratch.'), [], 'the namespace is forgotten');
 });

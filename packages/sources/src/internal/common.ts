@@ -25,7 +25,10 @@ export function pageSizeOf(options: ListOptions | undefined): number {
   return n;
 }
 
-/** Walks `list` page by page; throws LISTING_OVER_CAP when more than `maxPages` pages exist. */
+/**
+ * Walks `list` page by page; throws LISTING_OVER_CAP when more than `maxPages` pages exist or the
+ * listing holds more than `maxEntries` entries (records plus skipped names).
+ */
 export async function* enumeratePages(
   list: (options: ListOptions) => Promise<SourcePage>,
   description: string,
@@ -35,6 +38,11 @@ export async function* enumeratePages(
   if (!Number.isInteger(maxPages) || maxPages < 1) {
     throw new SourceError('ERR_SOURCE_INVALID_CONFIG', 'maxPages must be a positive integer');
   }
+  const maxEntries = options.maxEntries ?? Number.POSITIVE_INFINITY;
+  if (options.maxEntries !== undefined && (!Number.isInteger(maxEntries) || maxEntries < 1)) {
+    throw new SourceError('ERR_SOURCE_INVALID_CONFIG', 'maxEntries must be a positive integer');
+  }
+  let entries = 0;
   let cursor = options.cursor;
   for (let pages = 0; ; pages++) {
     if (pages === maxPages) {
@@ -44,6 +52,14 @@ export async function* enumeratePages(
       );
     }
     const page = await list({ pageSize: pageSizeOf(options), ...(cursor === undefined ? {} : { cursor }) });
+    // Checked before the page is handed out: a run never starts on a listing it cannot finish.
+    entries += page.records.length + page.skipped.length;
+    if (entries > maxEntries) {
+      throw new SourceError(
+        'ERR_SOURCE_LISTING_OVER_CAP',
+        `${description}: listing has more than ${maxEntries} entries (the job's maxEntries)`,
+      );
+    }
     // A page's records in listing order, then its skipped names.
     yield* page.records;
     yield* page.skipped;

@@ -14,6 +14,7 @@ import auditRoutes from '../audit/index.ts';
 import restoreRoutes from '../restore/index.ts';
 import runsRoutes from '../runs/index.ts';
 import supportRoutes from '../support/index.ts';
+import connectionsRoutes from './connections.ts';
 import healthRoute from './health.ts';
 import identityRoutes from './identity.ts';
 import jobsRoutes from './jobs/index.ts';
@@ -55,6 +56,7 @@ export default async function adminFamily(app: FastifyInstance): Promise<void> {
     await authed.register(identityRoutes);
     await authed.register(statusRoutes);
     await authed.register(jobsRoutes);
+    await authed.register(connectionsRoutes);
     await authed.register(auditRoutes);
     await authed.register(supportRoutes);
     await authed.register(runsRoutes);

@@ -1,13 +1,15 @@
 /**
  * What the restore routes need from the engine: the job's source as a connector configuration
- * (the restore target resolver), the run's job, whether a run is the job's latest, and the
- * approval policy. Connection secrets are read from the environment variables a job names, at
- * resolve time, by the run executor's own mapping (src/runs/source-config.ts); they never reach a
- * reply.
+ * (the restore target resolver), the run's job, whether a run is the job's latest, the approval
+ * policy, and the allow-list of redis/s3 restore targets (`restoreTargetAllowed`). Connection
+ * secrets are read from the environment variables the job's connection names, at resolve time, by
+ * the run executor's own mapping (src/runs/source-config.ts); they never reach a reply.
  */
-import type { PlanOptions, TargetResolver } from '@coffer/restore';
+import type { PlanOptions, RestoreRequest, TargetResolver } from '@coffer/restore';
 import type { SourceConfig } from '@coffer/sources';
 import type { FastifyInstance } from 'fastify';
+import type { ConnectionsConfig } from '../../connections/config.ts';
+import { restoreTargetRefusal } from '../../connections/resolve.ts';
 import { type JobSource, jobSourceConfig } from '../../runs/source-config.ts';
 
 /** Settings keys of the restore approval policy. */
@@ -23,17 +25,48 @@ export const DRILL_EVIDENCE_PREFIX = 'drill.evidence.';
 export function sourceConfigOf(
   source: Record<string, unknown> | undefined,
   binding: string,
+  connections: ConnectionsConfig,
 ): SourceConfig | null {
   if (!source || typeof source.type !== 'string') return null;
-  return jobSourceConfig(source as JobSource, binding) as SourceConfig | null;
+  return jobSourceConfig(source as JobSource, binding, connections) as SourceConfig | null;
 }
 
-/** Binding (job id) -> the job's source configuration. */
+/**
+ * Binding (job id) -> the job's source configuration. A job that names no usable connection
+ * throws, which the planner reports as an unresolvable target.
+ */
 export function jobResolver(app: FastifyInstance): TargetResolver {
   return async (binding) => {
     const job = await app.engine.state.jobs.get(binding);
-    return job ? sourceConfigOf(job.config.source as Record<string, unknown> | undefined, binding) : null;
+    return job
+      ? sourceConfigOf(
+          job.config.source as Record<string, unknown> | undefined,
+          binding,
+          app.engine.config.connections,
+        )
+      : null;
   };
+}
+
+/**
+ * Why an apply of `request` into the target `binding` (the plan's resolved binding) would be
+ * refused by the redis/s3 allow-list, or null when it is allowed: the target's connection must
+ * have `restore: true`, and an s3 bucket (a `target.bucketName` override included) must be within
+ * its `buckets` when set. The apply routes refuse with ERR_RESTORE_TARGET_NOT_ALLOWED; a dry run
+ * can show the same sentence as an advisory.
+ */
+export async function restoreTargetAllowed(
+  app: FastifyInstance,
+  binding: string,
+  request: Pick<RestoreRequest, 'target'>,
+): Promise<string | null> {
+  const job = await app.engine.state.jobs.get(binding);
+  const override = (request.target as { bucketName?: string } | undefined)?.bucketName;
+  return restoreTargetRefusal(
+    job?.config.source as JobSource | undefined,
+    override,
+    app.engine.config.connections,
+  );
 }
 
 /** The plan options of a request, with the engine's stores, keys, roots and run facts. */

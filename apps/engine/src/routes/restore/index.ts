@@ -27,6 +27,7 @@ import {
   type PlanOptions,
   planFromIndex,
   planRestore,
+  RestoreError,
   recordDryRun,
   rejectRestore,
   requestRestoreApproval,
@@ -38,7 +39,13 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { acquirePin, pinId, releasePin } from '../../runs/pins.ts';
 import { type ApplyRow, ApplyTracker, applyView } from './applies.ts';
-import { APPROVAL_ENABLED_KEY, APPROVAL_MIN_DELAY_KEY, approvalPolicy, planOptionsFor } from './context.ts';
+import {
+  APPROVAL_ENABLED_KEY,
+  APPROVAL_MIN_DELAY_KEY,
+  approvalPolicy,
+  planOptionsFor,
+  restoreTargetAllowed,
+} from './context.ts';
 
 const PlanHashBody = Type.Object(
   {
@@ -133,6 +140,20 @@ export default async function restoreRoutes(app: FastifyInstance): Promise<void>
         error: 'the restore plan changed since it was reviewed: run the dry run again',
         planHash: plan.planHash,
       });
+      return null;
+    }
+    // The redis/s3 allow-list (context.ts): checked at apply time, never at a dry run.
+    const refused = plan.target
+      ? await restoreTargetAllowed(app, plan.target.binding, options.request)
+      : null;
+    if (refused !== null) {
+      await app.audit.forRequest(request, {
+        action: 'restore-apply-denied',
+        outcome: 'refused',
+        target: plan.job,
+        detail: { reason: 'target-not-allowed', planHash: plan.planHash },
+      });
+      sendRestoreError(reply, new RestoreError('ERR_RESTORE_TARGET_NOT_ALLOWED', refused));
       return null;
     }
     if (!policy.enabled) return { plan, approval: null };

@@ -15,6 +15,7 @@ import { isStateError, type JobRecord, type State } from '@coffer/state';
 import type { FastifyInstance } from 'fastify';
 import { Compile } from 'typebox/compile';
 import type { RequestAuditEvent } from '../../../audit/index.ts';
+import { checkJobSource, inlineFieldRefusal, type JobRefusal } from '../../../connections/resolve.ts';
 import type { EngineCaller } from '../../../plugins/auth.ts';
 import { runObjects } from '../../../runs/view.ts';
 import { ifMatchRevOf, refusalBody } from './preconditions.ts';
@@ -118,6 +119,26 @@ function upsertAudit(id: string, result: UpsertResult): RequestAuditEvent {
   return { action: 'job-upsert', outcome: 'refused', target: id, detail };
 }
 
+/**
+ * Where a job's source may not point (connections.ts checks): the data dir and every key or
+ * configuration file of the engine, wherever the deployment put them.
+ */
+function protectedPaths(app: FastifyInstance): string[] {
+  const c = app.engine.config;
+  return [c.dataDir, c.signerKeyFile, c.operationalKeyFile, c.tls?.keyFile, c.connections.file].filter(
+    (p): p is string => typeof p === 'string',
+  );
+}
+
+/** The refusal of a validated job's source (unknown connection, path of the engine's), or null. */
+function sourceRefusal(app: FastifyInstance, body: UpsertBody): JobRefusal | null {
+  return checkJobSource(body.source as { type: string }, app.engine.config.connections, protectedPaths(app));
+}
+
+function refusalAudit(id: string, refusal: JobRefusal): RequestAuditEvent {
+  return { action: 'job-upsert', outcome: 'refused', target: id, detail: { reason: refusal.code } };
+}
+
 export default async function jobsRoutes(app: FastifyInstance): Promise<void> {
   const writeGate = [app.requireCapability('job.write'), app.rateLimitCaller];
 
@@ -141,6 +162,11 @@ export default async function jobsRoutes(app: FastifyInstance): Promise<void> {
     '/jobs',
     {
       onRequest: writeGate,
+      // Before schema validation: an old inline source gets a refusal that says what replaced it.
+      preValidation: async (request, reply) => {
+        const inline = inlineFieldRefusal((request.body as { source?: unknown } | undefined)?.source);
+        if (inline) return reply.code(400).send(inline);
+      },
       config: { capability: 'job.write', audit: { action: 'job-upsert' } },
       schema: {
         summary: 'Create or replace a job (whole object; optional ifMatchRev)',
@@ -150,6 +176,11 @@ export default async function jobsRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (request, reply) => {
+      const refused = sourceRefusal(app, request.body);
+      if (refused) {
+        await app.audit.forRequest(request, refusalAudit(request.body.id, refused));
+        return reply.code(400).send(refused);
+      }
       const result = await upsert(app.engine.state, request.caller!, request.body);
       await app.audit.forRequest(request, upsertAudit(request.body.id, result));
       return reply.code(result.status).send(result.body);
@@ -184,9 +215,20 @@ export default async function jobsRoutes(app: FastifyInstance): Promise<void> {
       const outcomes: unknown[] = [];
       for (const [index, item] of items.entries()) {
         const id = typeof (item as { id?: unknown }).id === 'string' ? (item as { id: string }).id : null;
+        const inline = inlineFieldRefusal((item as { source?: unknown }).source);
+        if (inline) {
+          outcomes.push({ index, id, outcome: 'error', ...inline });
+          continue;
+        }
         const invalid = itemError(item);
         if (invalid) {
           outcomes.push({ index, id, outcome: 'error', error: invalid });
+          continue;
+        }
+        const refused = sourceRefusal(app, item as UpsertBody);
+        if (refused) {
+          await app.audit.forRequest(request, refusalAudit((item as UpsertBody).id, refused));
+          outcomes.push({ index, id, outcome: 'error', ...refused });
           continue;
         }
         try {

@@ -1,8 +1,9 @@
 /**
  * The job (a configured backup) as TypeBox schemas, used for request validation on the routes
  * and documented in docs/jobs.md. Unknown properties are refused at every level: a job is a
- * whole-object upsert, so a misspelt field must fail loudly rather than be dropped. Connection
- * secrets are never part of a job: sources name the environment variables that hold them.
+ * whole-object upsert, so a misspelt field must fail loudly rather than be dropped. Endpoints and
+ * credentials are never part of a job: a redis or s3 source names a connection that only the
+ * deployment's configuration defines (ENGINE_CONNECTIONS_FILE, src/connections).
  */
 import { type Static, Type } from 'typebox';
 
@@ -10,6 +11,8 @@ export const ID_PATTERN = '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$';
 export const DEFAULT_DESTINATION = 'default';
 export const MIN_CADENCE_SECONDS = 60;
 export const MAX_CADENCE_SECONDS = 366 * 24 * 3600;
+/** Ceiling of a job's `maxEntries` (the source listing cap, docs/jobs.md; default DEFAULT_MAX_ENTRIES). */
+export const MAX_MAX_ENTRIES = 100_000_000;
 
 const strict = { additionalProperties: false } as const;
 const Id = Type.String({
@@ -17,7 +20,6 @@ const Id = Type.String({
   description: 'letters, digits, dot, underscore, hyphen; 1-64',
 });
 const Path = Type.String({ minLength: 1, maxLength: 4096, pattern: '^/' });
-const EnvName = Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]{0,127}$' });
 const Selector = Type.Array(Type.String({ minLength: 1, maxLength: 1024 }), { maxItems: 256 });
 
 export const FilesSource = Type.Object(
@@ -39,27 +41,24 @@ export const SqliteSource = Type.Object(
   strict,
 );
 
+/** A redis source names a connection of ENGINE_CONNECTIONS_FILE (never a URL or a credential). */
 export const RedisSource = Type.Object(
   {
     type: Type.Literal('redis'),
-    url: Type.String({ pattern: '^rediss?://[^@\\s]+$', maxLength: 2048 }),
-    passwordEnv: Type.Optional(EnvName),
+    connection: Id,
     db: Type.Optional(Type.Integer({ minimum: 0, maximum: 1023 })),
     keyPrefix: Type.Optional(Type.String({ maxLength: 1024 })),
   },
   strict,
 );
 
+/** An s3 source names a connection of ENGINE_CONNECTIONS_FILE and a bucket it allows. */
 export const S3Source = Type.Object(
   {
     type: Type.Literal('s3'),
+    connection: Id,
     bucket: Type.String({ minLength: 3, maxLength: 63, pattern: '^[a-z0-9][a-z0-9.-]+[a-z0-9]$' }),
     prefix: Type.Optional(Type.String({ maxLength: 1024 })),
-    endpoint: Type.Optional(Type.String({ pattern: '^https?://[^@\\s]+$', maxLength: 2048 })),
-    region: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
-    forcePathStyle: Type.Optional(Type.Boolean()),
-    accessKeyIdEnv: Type.Optional(EnvName),
-    secretAccessKeyEnv: Type.Optional(EnvName),
   },
   strict,
 );
@@ -84,6 +83,8 @@ const jobFields = {
   retention: Type.Optional(Retention),
   /** Record an unchanged source as `ok` with `unchangedFrom`, no new archive (docs/runs.md); default false. */
   skipUnchanged: Type.Optional(Type.Boolean()),
+  /** Most entries one run may list from the source (default 2,000,000, runs/executor.ts); more fails the run. */
+  maxEntries: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_MAX_ENTRIES })),
   restoreTestCadenceSeconds: Type.Optional(
     Type.Union([Type.Integer({ minimum: 3600, maximum: MAX_CADENCE_SECONDS }), Type.Null()]),
   ),
@@ -128,6 +129,7 @@ export interface JobConfig {
   destinations: string[];
   retention?: Static<typeof Retention>;
   skipUnchanged?: boolean;
+  maxEntries?: number;
   restoreTestCadenceSeconds: number | null;
 }
 
@@ -144,5 +146,6 @@ export function normaliseJob(input: JobInput | UpsertBody): JobConfig {
   if (input.name !== undefined) job.name = input.name;
   if (input.retention !== undefined) job.retention = input.retention;
   if (input.skipUnchanged !== undefined) job.skipUnchanged = input.skipUnchanged;
+  if (input.maxEntries !== undefined) job.maxEntries = input.maxEntries;
   return job;
 }
