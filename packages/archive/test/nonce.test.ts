@@ -103,7 +103,8 @@ t.test('resuming twice from one checkpoint with a changed source reuses no nonce
     signerSecretKey: k.signer.secretKey,
     operationalSecretKey: k.operational.secretKey,
   });
-  for (const r of records(2, r2.resume.recordsDone).slice(r2.resume.recordsDone)) await r2.writer.addRecord(r);
+  for (const r of records(2, r2.resume.recordsDone).slice(r2.resume.recordsDone))
+    await r2.writer.addRecord(r);
   await t.rejects(r2.writer.finish(), 'the commit fails');
   t.ok(
     puts.some((p) => p.key.endsWith('index.bin')),
@@ -116,7 +117,8 @@ t.test('resuming twice from one checkpoint with a changed source reuses no nonce
     signerSecretKey: k.signer.secretKey,
     operationalSecretKey: k.operational.secretKey,
   });
-  for (const r of records(3, r3.resume.recordsDone).slice(r3.resume.recordsDone)) await r3.writer.addRecord(r);
+  for (const r of records(3, r3.resume.recordsDone).slice(r3.resume.recordsDone))
+    await r3.writer.addRecord(r);
   await r3.writer.finish();
 
   const shardPuts = puts.filter((p) => p.key.includes('/shards/'));
@@ -124,6 +126,10 @@ t.test('resuming twice from one checkpoint with a changed source reuses no nonce
   t.ok(keysPut.length > new Set(keysPut).size, 'shard objects were stored more than once');
   t.equal(puts.filter((p) => p.key.endsWith('index.bin')).length, 2, 'index.bin was stored twice');
   t.same(reusedNonces(puts), [], 'no nonce sealed two different frames');
-  const verdict = await verifyRun(base, { job: 'job-a', runId: 'run-0001', secretKey: k.operational.secretKey });
+  const verdict = await verifyRun(base, {
+    job: 'job-a',
+    runId: 'run-0001',
+    secretKey: k.operational.secretKey,
+  });
   t.equal(verdict.ok, true, 'the committed run verifies');
 });
