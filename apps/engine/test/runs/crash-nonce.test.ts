@@ -9,11 +9,11 @@ import { randomBytes } from 'node:crypto';
 import { closeSync, openSync, readdirSync, readFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import {
+  GetObjectCommand,
   ListObjectVersionsCommand,
   type ObjectVersion,
   PutBucketVersioningCommand,
   S3Client,
-  GetObjectCommand,
 } from '@aws-sdk/client-s3';
 import { layout, listRuns, resumeArchiveWriter, verifyRun } from '@coffer/archive';
 import { decodeKeyFile } from '@coffer/crypto';
