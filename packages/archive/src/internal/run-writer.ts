@@ -27,6 +27,7 @@ import { BufferPool } from './buffer-pool.ts';
 import { type CheckpointPartial, type CheckpointState, sealCheckpoint } from './checkpoint.ts';
 import { type FrameCodec, inlineCodec } from './codec-pool.ts';
 import { entryLine } from './index-codec.ts';
+import { MANIFEST_MAX_SHARDS } from './manifest.ts';
 import { BEGIN, END, PREFIX, type RecordHasher, recordHasher } from './record-hash.ts';
 import { runBinding, runTag, sessionSalt } from './run-binding.ts';
 import { commitRun, sealIndex } from './run-commit.ts';
@@ -372,10 +373,12 @@ export class RunWriter implements ArchiveWriter {
   /** Seals the buffered shard (in the background unless final) and starts the next buffer. */
   private async flush(final: boolean): Promise<void> {
     const index = this.nextShard;
-    if (index >= this.cfg.maxShards) {
+    // Also refused past the manifest ceiling: a reader would refuse the manifest as too large.
+    const limit = Math.min(this.cfg.maxShards, MANIFEST_MAX_SHARDS);
+    if (index >= limit) {
       throw new ArchiveError('ERR_ARCHIVE_SHARD_ID_OVERFLOW', {
         object: layout.shard(this.job, this.runId, index),
-        detail: `run would need more than ${this.cfg.maxShards} shards`,
+        detail: `run would need more than ${limit} shards`,
       });
     }
     this.nextShard++;
