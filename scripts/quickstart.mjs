@@ -141,7 +141,9 @@ Next steps:
   curl ${auth} ${url}/admin/setup-state
   curl ${auth} ${url}/admin/jobs
   curl ${auth} '${url}/admin/history?id=demo'
-  node apps/recover/dist/cli.js verify --from ${dataDir}/destination --run <runId> --key ${keyFile}
+  node apps/recover/dist/cli.js inspect --from ${dataDir}/destination     # lists the signer fingerprint
+  node apps/recover/dist/cli.js verify --from ${dataDir}/destination --run <runId> --key ${keyFile} \\
+       --pin-signer <sha384:... the engine's signer>
   curl ${auth} -H 'content-type: application/json' \\
        -d '{"id":"home","cadenceSeconds":86400,"source":{"type":"files","path":"${given.HOME ?? '/home/you'}"}}' \\
        ${url}/admin/jobs

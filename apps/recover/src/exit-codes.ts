@@ -24,6 +24,11 @@ export const EXIT = {
   SIGNER_NOT_PINNED: 8,
   /** The object store could not be reached or refused access (credentials, network, throttling). */
   STORE: 9,
+  /**
+   * `verify` / `extract` refused: no signer is pinned (`--pin-signer`) and `--trust-unpinned-signer`
+   * was not given. The message names the run's signer fingerprint to pin.
+   */
+  SIGNER_UNPINNED: 10,
   /** Interrupted by SIGINT or SIGTERM before finishing. */
   INTERRUPTED: 130,
 } as const;

@@ -52,6 +52,7 @@ t.test('dist/coffer-recover.mjs runs keygen and verify by itself', async (t) => 
   t.match(ok.stdout, /run r1 \(job nightly\): ok/);
   const x = await run([
     'extract',
+    '--trust-unpinned-signer',
     '--from',
     f.bucket,
     '--run',
@@ -71,7 +72,16 @@ t.test('dist/coffer-recover.mjs runs keygen and verify by itself', async (t) => 
   const doc = JSON.parse(readFileSync(manifest, 'utf8'));
   doc.formatVersion = '1.0.0';
   writeFileSync(manifest, JSON.stringify(doc));
-  const six = await run(['verify', '--from', bad, '--run', 'r1', '--key', f.breakGlassKey]);
+  const six = await run([
+    'verify',
+    '--trust-unpinned-signer',
+    '--from',
+    bad,
+    '--run',
+    'r1',
+    '--key',
+    f.breakGlassKey,
+  ]);
   t.equal(six.code, 6, 'unsupported format version exits 6 from the bundle too');
 
   // A Node without zstd (the machine's own /usr/bin/node may be one): decrypting commands refuse

@@ -73,13 +73,28 @@ t.test('usage errors', async (t) => {
     ['nope'],
     ['--from', 'x'],
     ['toString'],
-    ['verify', '--from', 'x'],
-    ['verify', '--from', 'x', '--run', 'r', 'extra'],
-    ['verify', '--from', 'x', '--run', 'r', '--unknown'],
-    ['verify', '--from', 'x', '--run', 'r', '--region', 'eu'],
-    ['verify', '--from', 'x', '--run', ''],
+    ['verify', '--trust-unpinned-signer', '--from', 'x'],
+    ['verify', '--trust-unpinned-signer', '--from', 'x', '--run', 'r', 'extra'],
+    ['verify', '--trust-unpinned-signer', '--from', 'x', '--run', 'r', '--unknown'],
+    ['verify', '--trust-unpinned-signer', '--from', 'x', '--run', 'r', '--region', 'eu'],
+    ['verify', '--trust-unpinned-signer', '--from', 'x', '--run', ''],
     ['verify', '--from', 'x', '--run', 'r', '--pin-signer', 'sha256:abc'],
-    ['extract', '--from', 'x', '--run', 'r', '--key', 'k', '--to', 'o', '--record', 'a', '--exclude', 'b'],
+    [
+      'extract',
+      '--trust-unpinned-signer',
+      '--from',
+      'x',
+      '--run',
+      'r',
+      '--key',
+      'k',
+      '--to',
+      'o',
+      '--record',
+      'a',
+      '--exclude',
+      'b',
+    ],
     ['keygen'],
     ['inspect', '--from', 'x', '--key', 'k'],
     ['help', 'nope'],
@@ -97,7 +112,7 @@ t.test('credentials on the command line are refused without echoing them', async
     '--token',
   ]) {
     try {
-      parseCommandLine(['verify', '--from', 's3://b', '--run', 'r', opt]);
+      parseCommandLine(['verify', '--trust-unpinned-signer', '--from', 's3://b', '--run', 'r', opt]);
       t.fail('parsed');
     } catch (e) {
       const msg = (e as Error).message;
@@ -106,7 +121,15 @@ t.test('credentials on the command line are refused without echoing them', async
     }
   }
   try {
-    parseCommandLine(['verify', '--from', 'x', '--run', 'r', 'MARKER-pasted-secret']);
+    parseCommandLine([
+      'verify',
+      '--trust-unpinned-signer',
+      '--from',
+      'x',
+      '--run',
+      'r',
+      'MARKER-pasted-secret',
+    ]);
   } catch (e) {
     t.notMatch((e as Error).message, /MARKER/, 'stray argument not echoed');
   }

@@ -1,6 +1,15 @@
 // coffer-recover end to end, as a real process, on real archives written by @coffer/archive.
 import { spawnSync } from 'node:child_process';
-import { existsSync, lstatSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  lstatSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  truncateSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { tempDir } from '@coffer/testkit';
 import t from 'tap';
@@ -69,22 +78,57 @@ t.test('inspect lists jobs, runs, versions, signer, sizes; --json parses', async
 
 t.test('verify: ok with break-glass, operational and no key; non-TTY prints no progress bar', async (t) => {
   for (const key of [f.breakGlassKey, f.operationalKey]) {
-    const r = await runCli(['verify', '--from', f.bucket, '--run', 'r1', '--key', key]);
+    const r = await runCli([
+      'verify',
+      '--trust-unpinned-signer',
+      '--from',
+      f.bucket,
+      '--run',
+      'r1',
+      '--key',
+      key,
+    ]);
     t.equal(r.code, 0, r.stderr);
     t.match(r.stdout, /run r1 \(job nightly\): ok/);
     t.notMatch(r.stderr, /\r/, 'no carriage returns: no progress bar when stderr is not a TTY');
   }
-  const nk = await runCli(['verify', '--from', f.bucket, '--run', 'r1']);
+  const nk = await runCli(['verify', '--trust-unpinned-signer', '--from', f.bucket, '--run', 'r1']);
   t.equal(nk.code, 0, nk.stderr);
   t.match(nk.stdout, /records not decrypted/);
-  const j = await runCli(['verify', '--from', f.bucket, '--run', 'r1', '--key', f.breakGlassKey, '--json']);
+  const j = await runCli([
+    'verify',
+    '--trust-unpinned-signer',
+    '--from',
+    f.bucket,
+    '--run',
+    'r1',
+    '--key',
+    f.breakGlassKey,
+    '--json',
+  ]);
   t.equal(j.code, 0);
   const doc = JSON.parse(j.stdout);
   t.equal(doc.verdict.ok, true);
   t.equal(doc.verdict.checks.records, f.records.length);
-  const nf = await runCli(['verify', '--from', f.bucket, '--run', 'nope', '--key', f.breakGlassKey]);
+  const nf = await runCli([
+    'verify',
+    '--trust-unpinned-signer',
+    '--from',
+    f.bucket,
+    '--run',
+    'nope',
+    '--key',
+    f.breakGlassKey,
+  ]);
   t.equal(nf.code, 5, nf.stderr);
-  const nd = await runCli(['verify', '--from', join(f.dir, 'no-such-dir'), '--run', 'r1']);
+  const nd = await runCli([
+    'verify',
+    '--trust-unpinned-signer',
+    '--from',
+    join(f.dir, 'no-such-dir'),
+    '--run',
+    'r1',
+  ]);
   t.equal(nd.code, 5);
 });
 
@@ -92,6 +136,7 @@ t.test('extract writes every record byte for byte, inside DIR, refuses to overwr
   const out = join(f.dir, 'out-all');
   const r = await runCli([
     'extract',
+    '--trust-unpinned-signer',
     '--from',
     f.bucket,
     '--run',
@@ -121,6 +166,7 @@ t.test('extract writes every record byte for byte, inside DIR, refuses to overwr
 
   const again = await runCli([
     'extract',
+    '--trust-unpinned-signer',
     '--from',
     f.bucket,
     '--run',
@@ -135,6 +181,7 @@ t.test('extract writes every record byte for byte, inside DIR, refuses to overwr
   writeFileSync(join(out, 'empty'), 'changed');
   const forced = await runCli([
     'extract',
+    '--trust-unpinned-signer',
     '--from',
     f.bucket,
     '--run',
@@ -154,6 +201,7 @@ t.test('extract selection: --include, --exclude, --record; --json', async (t) =>
     const out = join(f.dir, name);
     const r = await runCli([
       'extract',
+      '--trust-unpinned-signer',
       '--from',
       f.bucket,
       '--run',
@@ -194,6 +242,7 @@ t.test('records from several namespaces get binding/namespace directories', asyn
   const out = join(f.dir, 'out-weekly');
   const r = await runCli([
     'extract',
+    '--trust-unpinned-signer',
     '--from',
     f.bucket,
     '--run',
@@ -241,15 +290,102 @@ t.test('--pin-signer: the right fingerprint passes, another exits 8', async (t) 
   t.equal(bad.code, 2, 'malformed fingerprint is a usage error');
 });
 
+t.test('no pin: verify and extract refuse (exit 10) and print the fingerprint to pin', async (t) => {
+  const out = join(f.dir, 'unpinned-out');
+  for (const cmd of [
+    ['verify', '--from', f.bucket, '--run', 'r1', '--key', f.breakGlassKey],
+    ['verify', '--from', f.bucket, '--run', 'r1'],
+    ['extract', '--from', f.bucket, '--run', 'r1', '--key', f.breakGlassKey, '--to', out],
+  ]) {
+    const r = await runCli(cmd);
+    t.equal(r.code, 10, `${cmd[0]} without a pin exits 10 (${cmd.includes('--key') ? 'key' : 'no key'})`);
+    t.match(r.stderr, /ERR_RECOVER_SIGNER_UNPINNED/);
+    t.match(r.stderr, `--pin-signer ${f.signerFingerprint}`, 'the fingerprint to pin is printed');
+    const j = await runCli([...cmd, '--json']);
+    t.equal(j.code, 10);
+    t.match(JSON.parse(j.stdout || j.stderr).error, { code: 'ERR_RECOVER_SIGNER_UNPINNED' });
+  }
+  t.notOk(existsSync(out) && readdirSync(out).length > 0, 'nothing extracted');
+  // A key on stdin is not even read: the refusal comes first.
+  const stdin = await runCli(['verify', '--from', f.bucket, '--run', 'r1', '--key', '-'], {
+    input: 'not a key',
+  });
+  t.equal(stdin.code, 10, stdin.stderr);
+
+  // The printed fingerprint is the one to pin: passing it succeeds.
+  const fp = /--pin-signer (sha384:[0-9a-f]{96})/.exec(
+    (await runCli(['verify', '--from', f.bucket, '--run', 'r1'])).stderr,
+  )?.[1];
+  t.equal(fp, f.signerFingerprint);
+  const pinned = await runCli([
+    'verify',
+    '--from',
+    f.bucket,
+    '--run',
+    'r1',
+    '--key',
+    f.breakGlassKey,
+    '--pin-signer',
+    fp!,
+  ]);
+  t.equal(pinned.code, 0, pinned.stderr);
+
+  // Trusting the unpinned signer must be said explicitly, and is repeated on stderr.
+  const trusted = await runCli([
+    'verify',
+    '--from',
+    f.bucket,
+    '--run',
+    'r1',
+    '--key',
+    f.breakGlassKey,
+    '--trust-unpinned-signer',
+  ]);
+  t.equal(trusted.code, 0, trusted.stderr);
+  t.match(trusted.stderr, /signer was not pinned/);
+  const both = await runCli([
+    'extract',
+    '--from',
+    f.bucket,
+    '--run',
+    'r1',
+    '--key',
+    f.breakGlassKey,
+    '--to',
+    out,
+    '--pin-signer',
+    f.signerFingerprint,
+    '--trust-unpinned-signer',
+  ]);
+  t.equal(both.code, 2, 'the two flags together are a usage error');
+
+  // A tampered run is still a verification failure (3), not a request to pin its signer.
+  const bucket = copyBucket(f, 'unpinned-tampered');
+  const sig = join(bucket, 'jobs/nightly/runs/r1/manifest.sig');
+  writeFileSync(sig, readFileSync(sig, 'utf8').replace('"signature":"A', '"signature":"B'));
+  const bad = await runCli(['verify', '--from', bucket, '--run', 'r1']);
+  t.equal(bad.code, 3, bad.stderr);
+});
+
 t.test('key problems exit 4', async (t) => {
   const dir = tempDir(t, 'coffer-recover-keys-');
   const other = join(dir, 'other.key');
   t.equal((await runCli(['keygen', '--out', other])).code, 0);
-  const wrong = await runCli(['verify', '--from', f.bucket, '--run', 'r1', '--key', other]);
+  const wrong = await runCli([
+    'verify',
+    '--trust-unpinned-signer',
+    '--from',
+    f.bucket,
+    '--run',
+    'r1',
+    '--key',
+    other,
+  ]);
   t.equal(wrong.code, 4, wrong.stderr);
   t.match(wrong.stderr, /ERR_RECOVER_KEY/);
   const wrongX = await runCli([
     'extract',
+    '--trust-unpinned-signer',
     '--from',
     f.bucket,
     '--run',
@@ -260,11 +396,21 @@ t.test('key problems exit 4', async (t) => {
     join(dir, 'o'),
   ]);
   t.equal(wrongX.code, 4);
-  const pub = await runCli(['verify', '--from', f.bucket, '--run', 'r1', '--key', `${f.breakGlassKey}.pub`]);
+  const pub = await runCli([
+    'verify',
+    '--trust-unpinned-signer',
+    '--from',
+    f.bucket,
+    '--run',
+    'r1',
+    '--key',
+    `${f.breakGlassKey}.pub`,
+  ]);
   t.equal(pub.code, 4);
   t.match(pub.stderr, /is a public key; pass the secret key file/);
   const missing = await runCli([
     'verify',
+    '--trust-unpinned-signer',
     '--from',
     f.bucket,
     '--run',
@@ -277,6 +423,7 @@ t.test('key problems exit 4', async (t) => {
   writeFileSync(join(dir, 'garbage.key'), 'not a key at all\n');
   const garbage = await runCli([
     'verify',
+    '--trust-unpinned-signer',
     '--from',
     f.bucket,
     '--run',
@@ -285,9 +432,12 @@ t.test('key problems exit 4', async (t) => {
     join(dir, 'garbage.key'),
   ]);
   t.equal(garbage.code, 4);
-  const stdin = await runCli(['verify', '--from', f.bucket, '--run', 'r1', '--key', '-'], {
-    input: readFileSync(f.breakGlassKey, 'utf8'),
-  });
+  const stdin = await runCli(
+    ['verify', '--trust-unpinned-signer', '--from', f.bucket, '--run', 'r1', '--key', '-'],
+    {
+      input: readFileSync(f.breakGlassKey, 'utf8'),
+    },
+  );
   t.equal(stdin.code, 0, `--key - reads stdin: ${stdin.stderr}`);
 });
 
@@ -303,6 +453,7 @@ t.test(
     for (const withKey of [true, false]) {
       const r = await runCli([
         'verify',
+        '--trust-unpinned-signer',
         '--from',
         bucket,
         '--run',
@@ -317,7 +468,17 @@ t.test(
       t.equal(lines.length, 1, 'one error line');
       t.match(lines[0], key, 'the line names the tampered object');
     }
-    const j = await runCli(['verify', '--from', bucket, '--run', 'r1', '--key', f.breakGlassKey, '--json']);
+    const j = await runCli([
+      'verify',
+      '--trust-unpinned-signer',
+      '--from',
+      bucket,
+      '--run',
+      'r1',
+      '--key',
+      f.breakGlassKey,
+      '--json',
+    ]);
     const doc = JSON.parse(j.stdout);
     t.equal(doc.ok, false);
     t.equal(doc.error.code, 'ERR_RECOVER_VERIFY_FAILED');
@@ -325,6 +486,7 @@ t.test(
     const out = join(f.dir, 'out-tampered');
     const x = await runCli([
       'extract',
+      '--trust-unpinned-signer',
       '--from',
       bucket,
       '--run',
@@ -345,9 +507,57 @@ t.test(
 t.test('a missing shard exits 3', async (t) => {
   const bucket = copyBucket(f, 'bucket-missing');
   rmSync(join(bucket, ...shardKey('nightly', 'r1', 0).split('/')));
-  const r = await runCli(['verify', '--from', bucket, '--run', 'r1', '--key', f.breakGlassKey]);
+  const r = await runCli([
+    'verify',
+    '--trust-unpinned-signer',
+    '--from',
+    bucket,
+    '--run',
+    'r1',
+    '--key',
+    f.breakGlassKey,
+  ]);
   t.equal(r.code, 3, r.stderr);
   t.match(r.stderr, shardKey('nightly', 'r1', 0));
+});
+
+t.test('an 8 GiB object in place of index.bin or a shard exits 3, within a small heap', async (t) => {
+  // A sparse file costs no disk. The CLI runs with a 64 MiB heap and a 7 GiB address space, so
+  // reading the object whole would crash it (no exit 3) instead of passing.
+  const index = 'jobs/nightly/runs/r1/index.bin';
+  const shard = shardKey('nightly', 'r1', 0);
+  for (const object of [index, shard]) {
+    const bucket = copyBucket(f, `bucket-huge-${object === index ? 'index' : 'shard'}`);
+    truncateSync(join(bucket, ...object.split('/')), 8 * 1024 ** 3);
+    const pin = ['--pin-signer', f.signerFingerprint];
+    for (const args of [
+      ['verify', '--from', bucket, '--run', 'r1', '--key', f.breakGlassKey, ...pin],
+      ['verify', '--from', bucket, '--run', 'r1', ...pin],
+      [
+        'extract',
+        '--from',
+        bucket,
+        '--run',
+        'r1',
+        '--key',
+        f.breakGlassKey,
+        ...pin,
+        '--to',
+        join(bucket, 'x'),
+      ],
+    ]) {
+      const quoted = [process.execPath, '--max-old-space-size=64', CLI_SRC, ...args]
+        .map((a) => `'${a.replace(/'/g, `'\\''`)}'`)
+        .join(' ');
+      const r = spawnSync('sh', ['-c', `ulimit -v ${7 * 1024 * 1024} && exec ${quoted}`], {
+        encoding: 'utf8',
+        env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp' },
+      });
+      const what = `${args[0]}${args.includes('--key') ? '' : ' (no key)'} with a huge ${object === index ? 'index' : 'shard'}`;
+      t.equal(r.status, 3, `${what} exits 3: ${r.stderr.slice(-300)}`);
+      t.match(r.stderr, object, `${what} names the object`);
+    }
+  }
 });
 
 t.test('a doctored format version exits 6 (the specification requires it)', async (t) => {
@@ -357,10 +567,11 @@ t.test('a doctored format version exits 6 (the specification requires it)', asyn
   doc.formatVersion = '0.2.0';
   writeFileSync(manifest, JSON.stringify(doc));
   for (const cmd of [
-    ['verify', '--from', bucket, '--run', 'r1', '--key', f.breakGlassKey],
-    ['verify', '--from', bucket, '--run', 'r1'],
+    ['verify', '--trust-unpinned-signer', '--from', bucket, '--run', 'r1', '--key', f.breakGlassKey],
+    ['verify', '--trust-unpinned-signer', '--from', bucket, '--run', 'r1'],
     [
       'extract',
+      '--trust-unpinned-signer',
       '--from',
       bucket,
       '--run',
@@ -388,14 +599,36 @@ t.test('usage errors exit 2; help and version exit 0', async (t) => {
   t.equal((await runCli(['help', 'extract'])).code, 0);
   t.equal((await runCli(['version'])).code, 0);
   t.equal((await runCli(['frobnicate'])).code, 2);
-  t.equal((await runCli(['verify', '--from', f.bucket])).code, 2, 'missing --run');
+  t.equal((await runCli(['verify', '--trust-unpinned-signer', '--from', f.bucket])).code, 2, 'missing --run');
   t.equal(
-    (await runCli(['extract', '--from', f.bucket, '--run', 'r1', '--key', f.breakGlassKey])).code,
+    (
+      await runCli([
+        'extract',
+        '--trust-unpinned-signer',
+        '--from',
+        f.bucket,
+        '--run',
+        'r1',
+        '--key',
+        f.breakGlassKey,
+      ])
+    ).code,
     2,
     'missing --to',
   );
   t.equal(
-    (await runCli(['verify', '--from', f.bucket, '--run', 'r1', '--endpoint', 'http://127.0.0.1:1'])).code,
+    (
+      await runCli([
+        'verify',
+        '--trust-unpinned-signer',
+        '--from',
+        f.bucket,
+        '--run',
+        'r1',
+        '--endpoint',
+        'http://127.0.0.1:1',
+      ])
+    ).code,
     2,
   );
   t.ok(lstatSync(f.bucket).isDirectory());
@@ -419,6 +652,8 @@ t.test('a terminal gets a progress bar on stderr (through a real pty via script(
     'r1',
     '--key',
     f.breakGlassKey,
+    '--pin-signer',
+    f.signerFingerprint,
   ]
     .map((a) => `'${a.replace(/'/g, `'\\''`)}'`)
     .join(' ');

@@ -55,24 +55,43 @@ t.test('inspect, verify and extract from s3://bucket/prefix', async (t) => {
   t.same(doc.jobs, ['nightly']);
   t.equal(doc.runs[0].check.status, 'ok');
 
-  const v = await runCli(['verify', ...where, '--run', 'r1', '--key', key], { env });
+  const v = await runCli(['verify', '--trust-unpinned-signer', ...where, '--run', 'r1', '--key', key], {
+    env,
+  });
   t.equal(v.code, 0, v.stderr);
   const out = join(dir, 'out');
   const x = await runCli(
-    ['extract', ...where, '--run', 'r1', '--key', key, '--to', out, '--include', 'logs/'],
+    [
+      'extract',
+      '--trust-unpinned-signer',
+      ...where,
+      '--run',
+      'r1',
+      '--key',
+      key,
+      '--to',
+      out,
+      '--include',
+      'logs/',
+    ],
     { env },
   );
   t.equal(x.code, 0, x.stderr);
   const log = RECORDS.find((r) => r.name === 'logs/app.log')!;
   t.ok(readFileSync(join(out, 'logs', 'app.log')).equals(log.data), 'byte for byte from S3');
 
-  const nf = await runCli(['verify', ...where, '--run', 'nope', '--key', key], { env });
+  const nf = await runCli(['verify', '--trust-unpinned-signer', ...where, '--run', 'nope', '--key', key], {
+    env,
+  });
   t.equal(nf.code, 5, 'unknown run: not found');
   if (b.kind === 'radosgw') {
     // s3rver accepts any secret; radosgw checks signatures like AWS.
-    const denied = await runCli(['verify', ...where, '--run', 'r1', '--key', key], {
-      env: { AWS_ACCESS_KEY_ID: b.credentials.accessKeyId, AWS_SECRET_ACCESS_KEY: 'wrong-secret' },
-    });
+    const denied = await runCli(
+      ['verify', '--trust-unpinned-signer', ...where, '--run', 'r1', '--key', key],
+      {
+        env: { AWS_ACCESS_KEY_ID: b.credentials.accessKeyId, AWS_SECRET_ACCESS_KEY: 'wrong-secret' },
+      },
+    );
     t.equal(denied.code, 9, `wrong credentials: store error (${denied.stderr.trim()})`);
   }
 });

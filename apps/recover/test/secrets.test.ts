@@ -34,6 +34,7 @@ t.test('S3 credentials from the environment are never printed', async (t) => {
       ['inspect', '--from', 's3://bucket/prefix', '--endpoint', `http://127.0.0.1:${port}`, '--path-style'],
       [
         'verify',
+        '--trust-unpinned-signer',
         '--from',
         's3://bucket/prefix',
         '--run',
@@ -55,9 +56,26 @@ t.test('S3 credentials from the environment are never printed', async (t) => {
 
 t.test('credentials or secrets on argv are refused and not echoed', async (t) => {
   for (const args of [
-    ['verify', '--from', 's3://b/p', '--run', 'r', `--secret-access-key=${MARKER}`],
-    ['verify', '--from', 's3://b/p', '--run', 'r', '--aws-secret-access-key', MARKER],
-    ['verify', '--from', 's3://b/p', '--run', 'r', MARKER],
+    [
+      'verify',
+      '--trust-unpinned-signer',
+      '--from',
+      's3://b/p',
+      '--run',
+      'r',
+      `--secret-access-key=${MARKER}`,
+    ],
+    [
+      'verify',
+      '--trust-unpinned-signer',
+      '--from',
+      's3://b/p',
+      '--run',
+      'r',
+      '--aws-secret-access-key',
+      MARKER,
+    ],
+    ['verify', '--trust-unpinned-signer', '--from', 's3://b/p', '--run', 'r', MARKER],
     ['extract', MARKER],
     [MARKER],
   ]) {
@@ -109,24 +127,74 @@ t.test('key files: damaged, wrong kind, stdin; and real key material never print
   writeFileSync(loose, keyText, { mode: 0o644 });
 
   const runs: [string, string[], { input?: string }][] = [
-    ['verify ok', ['verify', '--from', bucket, '--run', 'run1', '--key', keyFile], {}],
-    ['verify json', ['verify', '--from', bucket, '--run', 'run1', '--key', keyFile, '--json'], {}],
+    [
+      'verify ok',
+      ['verify', '--trust-unpinned-signer', '--from', bucket, '--run', 'run1', '--key', keyFile],
+      {},
+    ],
+    [
+      'verify json',
+      ['verify', '--trust-unpinned-signer', '--from', bucket, '--run', 'run1', '--key', keyFile, '--json'],
+      {},
+    ],
     ['inspect records', ['inspect', '--from', bucket, '--run', 'run1', '--key', keyFile, '--json'], {}],
     [
       'extract',
-      ['extract', '--from', bucket, '--run', 'run1', '--key', keyFile, '--to', join(dir, 'out')],
+      [
+        'extract',
+        '--trust-unpinned-signer',
+        '--from',
+        bucket,
+        '--run',
+        'run1',
+        '--key',
+        keyFile,
+        '--to',
+        join(dir, 'out'),
+      ],
       {},
     ],
-    ['damaged key', ['verify', '--from', bucket, '--run', 'run1', '--key', damaged], {}],
-    ['damaged key json', ['verify', '--from', bucket, '--run', 'run1', '--key', damaged, '--json'], {}],
+    [
+      'damaged key',
+      ['verify', '--trust-unpinned-signer', '--from', bucket, '--run', 'run1', '--key', damaged],
+      {},
+    ],
+    [
+      'damaged key json',
+      ['verify', '--trust-unpinned-signer', '--from', bucket, '--run', 'run1', '--key', damaged, '--json'],
+      {},
+    ],
     [
       'not a key',
-      ['extract', '--from', bucket, '--run', 'run1', '--key', plain, '--to', join(dir, 'o2')],
+      [
+        'extract',
+        '--trust-unpinned-signer',
+        '--from',
+        bucket,
+        '--run',
+        'run1',
+        '--key',
+        plain,
+        '--to',
+        join(dir, 'o2'),
+      ],
       {},
     ],
-    ['stdin marker', ['verify', '--from', bucket, '--run', 'run1', '--key', '-'], { input: `${MARKER}\n` }],
-    ['stdin key', ['verify', '--from', bucket, '--run', 'run1', '--key', '-', '--json'], { input: keyText }],
-    ['loose mode', ['verify', '--from', bucket, '--run', 'run1', '--key', loose], {}],
+    [
+      'stdin marker',
+      ['verify', '--trust-unpinned-signer', '--from', bucket, '--run', 'run1', '--key', '-'],
+      { input: `${MARKER}\n` },
+    ],
+    [
+      'stdin key',
+      ['verify', '--trust-unpinned-signer', '--from', bucket, '--run', 'run1', '--key', '-', '--json'],
+      { input: keyText },
+    ],
+    [
+      'loose mode',
+      ['verify', '--trust-unpinned-signer', '--from', bucket, '--run', 'run1', '--key', loose],
+      {},
+    ],
   ];
   for (const [what, args, opts] of runs) {
     const r = await runCli(args, opts);
@@ -145,9 +213,21 @@ t.test('key files: damaged, wrong kind, stdin; and real key material never print
   b[b.length - 20]! ^= 0xff;
   writeFileSync(shard, b);
   for (const args of [
-    ['verify', '--from', tampered, '--run', 'run1', '--key', keyFile],
-    ['verify', '--from', tampered, '--run', 'run1', '--key', keyFile, '--json'],
-    ['extract', '--from', tampered, '--run', 'run1', '--key', keyFile, '--to', join(dir, 'o3'), '--json'],
+    ['verify', '--trust-unpinned-signer', '--from', tampered, '--run', 'run1', '--key', keyFile],
+    ['verify', '--trust-unpinned-signer', '--from', tampered, '--run', 'run1', '--key', keyFile, '--json'],
+    [
+      'extract',
+      '--trust-unpinned-signer',
+      '--from',
+      tampered,
+      '--run',
+      'run1',
+      '--key',
+      keyFile,
+      '--to',
+      join(dir, 'o3'),
+      '--json',
+    ],
   ]) {
     const r = await runCli(args);
     t.equal(r.code, 3);

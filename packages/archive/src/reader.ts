@@ -29,8 +29,10 @@ import { INDEX_FORMAT, toEntry } from './internal/index-codec.ts';
 import {
   dataKeyAad,
   isSupportedVersion,
+  MANIFEST_MAX_BYTES,
   MANIFEST_SIGNATURE_CONTEXT,
   parseCanonical,
+  SIGNATURE_MAX_BYTES,
   validateManifest,
   validateSignature,
 } from './internal/manifest.ts';
@@ -120,7 +122,14 @@ export async function readRunManifest(
   const runId = options.runId;
   const job = await resolveJob(store, runId, options.job);
   const key = layout.manifest(job, runId);
-  const bytes = await getObject(store, key);
+  const bytes = await getObject(store, key, {
+    maxBytes: MANIFEST_MAX_BYTES,
+    tooLarge: () =>
+      new ArchiveError('ERR_ARCHIVE_MANIFEST_MALFORMED', {
+        object: key,
+        detail: `larger than the ${MANIFEST_MAX_BYTES >> 20} MiB manifest ceiling`,
+      }),
+  });
   if (bytes === null) throw new ArchiveError('ERR_ARCHIVE_NOT_FOUND', { object: key });
 
   // 1. Format version, before anything else: a later format may sign differently.
@@ -139,7 +148,14 @@ export async function readRunManifest(
 
   // 2. Signature envelope.
   const sigKey = layout.signature(job, runId);
-  const sigBytes = await getObject(store, sigKey);
+  const sigBytes = await getObject(store, sigKey, {
+    maxBytes: SIGNATURE_MAX_BYTES,
+    tooLarge: () =>
+      new ArchiveError('ERR_ARCHIVE_BAD_SIGNATURE', {
+        object: sigKey,
+        detail: `larger than the ${SIGNATURE_MAX_BYTES >> 10} KiB signature ceiling`,
+      }),
+  });
   if (sigBytes === null) throw new ArchiveError('ERR_ARCHIVE_SIGNATURE_MISSING', { object: sigKey });
   const sigDoc = validateSignature(parseCanonical(sigBytes), sigKey);
   if (!isSupportedVersion(sigDoc.formatVersion)) {
@@ -245,7 +261,11 @@ class RunReader implements OpenedRun {
     if (this.indexBytes) return this.indexBytes;
     const doc = this.manifest.document;
     const object = layout.index(doc.job, doc.runId);
-    const bytes = await getObject(this.store, object);
+    const bytes = await getObject(this.store, object, {
+      maxBytes: doc.index.size,
+      tooLarge: () =>
+        new ArchiveError('ERR_ARCHIVE_INDEX_TAMPERED', { object, detail: 'larger than the signed size' }),
+    });
     if (bytes === null) throw new ArchiveError('ERR_ARCHIVE_INDEX_MISSING', { object });
     if (bytes.length !== doc.index.size || formatDigest(sha384(bytes)) !== doc.index.sha384) {
       throw new ArchiveError('ERR_ARCHIVE_INDEX_TAMPERED', {

@@ -59,13 +59,23 @@ To make a break-glass key pair for a new installation:
 `;
 }
 
+/** `_RECOVERY/FORMAT` and `signer.pub` are a few KiB; anything much larger is not ours. */
+const RECOVERY_FILE_MAX_BYTES = 64 * 1024;
+
 /**
  * Reads `_RECOVERY/FORMAT`; null when absent. `supported` says whether this reader implements
  * the pointer's major.minor. Throws ERR_ARCHIVE_MANIFEST_MALFORMED for an unreadable pointer,
  * ERR_ARCHIVE_DESTINATION for a store fault.
  */
 export async function readRecoveryPointer(store: ObjectStore): Promise<RecoveryPointer | null> {
-  const bytes = await getObject(store, layout.formatPointer);
+  const bytes = await getObject(store, layout.formatPointer, {
+    maxBytes: RECOVERY_FILE_MAX_BYTES,
+    tooLarge: () =>
+      new ArchiveError('ERR_ARCHIVE_MANIFEST_MALFORMED', {
+        object: layout.formatPointer,
+        detail: 'too large',
+      }),
+  });
   if (bytes === null) return null;
   let v: Record<string, unknown>;
   try {
@@ -98,7 +108,14 @@ export async function readRecoveryPointer(store: ObjectStore): Promise<RecoveryP
  * Throws ERR_ARCHIVE_MANIFEST_MALFORMED when it is not a signer public key file.
  */
 export async function readRecoverySigner(store: ObjectStore): Promise<Uint8Array | null> {
-  const bytes = await getObject(store, layout.signerPublicKey);
+  const bytes = await getObject(store, layout.signerPublicKey, {
+    maxBytes: RECOVERY_FILE_MAX_BYTES,
+    tooLarge: () =>
+      new ArchiveError('ERR_ARCHIVE_MANIFEST_MALFORMED', {
+        object: layout.signerPublicKey,
+        detail: 'too large',
+      }),
+  });
   if (bytes === null) return null;
   try {
     return decodeKeyFile(utf8Decode(bytes), 'signer-public').key;

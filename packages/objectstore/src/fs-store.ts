@@ -32,6 +32,7 @@ import { dirname, join, resolve, sep } from 'node:path';
 import { ObjectStoreError } from './errors.ts';
 import { chunksOf, SourceError } from './internal/body.ts';
 import {
+  checkMaxBytes,
   checkRange,
   compareKeys,
   decodeCursor,
@@ -39,6 +40,7 @@ import {
   keyProblem,
   listLimit,
   quoteKey,
+  tooLarge,
   validateKey,
   validatePrefix,
 } from './internal/keys.ts';
@@ -341,9 +343,12 @@ class FsStore implements ObjectStore {
 
   async get(key: string, range?: ByteRange, options?: GetOptions): Promise<Uint8Array> {
     checkRange(range, key, this.description);
+    checkMaxBytes(options?.maxBytes, key);
     const { handle, size } = await this.#openRead(key, 'get');
     try {
       const { start, length } = this.#span(key, size, range);
+      if (options?.maxBytes !== undefined && length > options.maxBytes)
+        throw tooLarge(key, this.description, length, options.maxBytes);
       const into = options?.into;
       // The caller's buffer when the bytes fit: a fresh multi-MiB buffer per object costs a page
       // fault per 4 KiB on first touch and lingers in RSS until the garbage collector runs.

@@ -35,12 +35,14 @@ import {
 import { ObjectStoreError } from './errors.ts';
 import { chunksOf, SourceError } from './internal/body.ts';
 import {
+  checkMaxBytes,
   checkRange,
   decodeCursor,
   encodeCursor,
   keyProblem,
   listLimit,
   quoteKey,
+  tooLarge,
   validateKey,
   validatePrefix,
 } from './internal/keys.ts';
@@ -363,13 +365,18 @@ class S3Store implements ObjectStore {
   async get(key: string, range?: ByteRange, options?: GetOptions): Promise<Uint8Array> {
     const full = this.#full(key);
     checkRange(range, key, this.description);
+    const max = options?.maxBytes;
+    checkMaxBytes(max, key);
     try {
       const Range = this.#rangeHeader(range);
       const out = await this.#client.send(
         new GetObjectCommand({ Bucket: this.#bucket, Key: full, ...(Range === undefined ? {} : { Range }) }),
       );
       if (out.Body === undefined) return new Uint8Array(0);
-      const bytes = await out.Body.transformToByteArray();
+      const bytes =
+        max === undefined
+          ? await out.Body.transformToByteArray()
+          : await this.#readBounded(key, out.Body as AsyncIterable<Uint8Array>, out.ContentLength, max);
       // The SDK has buffered the body already: copying into the caller's buffer saves no
       // allocation here, but keeps the contract (a view of `into` whenever the bytes fit).
       const into = options?.into;
@@ -379,6 +386,33 @@ class S3Store implements ObjectStore {
     } catch (err) {
       throw this.#fail(err, 'get', key);
     }
+  }
+
+  // Reads a body of at most `max` bytes: refused on its Content-Length before any byte is read, and
+  // counted as it arrives (a server may announce less than it sends). The connection is dropped
+  // on refusal, so the rest of the body is never downloaded.
+  async #readBounded(
+    key: string,
+    body: AsyncIterable<Uint8Array>,
+    announced: number | undefined,
+    max: number,
+  ): Promise<Uint8Array> {
+    const drop = () => (body as { destroy?: () => void }).destroy?.();
+    if (announced !== undefined && announced > max) {
+      drop();
+      throw tooLarge(key, this.description, announced, max);
+    }
+    const chunks: Uint8Array[] = [];
+    let n = 0;
+    for await (const chunk of body) {
+      n += chunk.byteLength;
+      if (n > max) {
+        drop();
+        throw tooLarge(key, this.description, null, max);
+      }
+      chunks.push(chunk);
+    }
+    return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, n);
   }
 
   async getStream(key: string, range?: ByteRange): Promise<AsyncIterable<Uint8Array>> {

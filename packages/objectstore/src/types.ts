@@ -57,6 +57,13 @@ export interface GetOptions {
    * are unspecified.
    */
   into?: Uint8Array;
+  /**
+   * The most bytes the caller accepts. When the object (or range) is larger, `get` fails with
+   * ERR_OBJECTSTORE_TOO_LARGE before reading its body (fs: the file's size; S3: the response's
+   * Content-Length, and the bytes counted as they arrive, should a server send more than it
+   * announced), so a hostile or broken object cannot make the caller allocate its whole size.
+   */
+  maxBytes?: number;
 }
 
 export interface ListOptions {

@@ -159,6 +159,43 @@ export function storeContract(
     );
   });
 
+  t.test(`${name}: get with maxBytes refuses a larger object before reading it`, async (t) => {
+    const store = await open(t);
+    await store.put('bound/a', enc('0123456789'));
+    t.equal(dec(await store.get('bound/a', undefined, { maxBytes: 10 })), '0123456789', 'exactly the bound');
+    t.equal(
+      dec(await store.get('bound/a', { start: 2, end: 4 }, { maxBytes: 3 })),
+      '234',
+      'a range within it',
+    );
+    const into = new Uint8Array(64).fill(7);
+    await expectCode(
+      t,
+      store.get('bound/a', undefined, { maxBytes: 9, into }),
+      'ERR_OBJECTSTORE_TOO_LARGE',
+      'over',
+    );
+    t.same([...into.subarray(0, 4)], [7, 7, 7, 7], 'nothing read into the caller buffer');
+    await expectCode(
+      t,
+      store.get('bound/a', { start: 1 }, { maxBytes: 8 }),
+      'ERR_OBJECTSTORE_TOO_LARGE',
+      'a range over the bound',
+    );
+    await expectCode(
+      t,
+      store.get('bound/a', undefined, { maxBytes: -1 }),
+      'ERR_OBJECTSTORE_INVALID_CONFIG',
+      'bad bound',
+    );
+    await expectCode(
+      t,
+      store.get('bound/absent', undefined, { maxBytes: 1 }),
+      'ERR_OBJECTSTORE_NOT_FOUND',
+      'absent with a bound',
+    );
+  });
+
   t.test(`${name}: list order, prefixes and pagination`, async (t) => {
     const store = await open(t);
     const keys: string[] = [];

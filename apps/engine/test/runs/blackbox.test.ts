@@ -60,7 +60,17 @@ t.test('a new job runs on its own within the poll and coffer-recover verifies it
   t.equal(run?.status, 'ok', 'the scheduler ran the new job');
   const verify = spawnSync(
     process.execPath,
-    [RECOVER, 'verify', '--from', join(data, 'destination'), '--run', run!.runId, '--key', key],
+    [
+      RECOVER,
+      'verify',
+      '--trust-unpinned-signer',
+      '--from',
+      join(data, 'destination'),
+      '--run',
+      run!.runId,
+      '--key',
+      key,
+    ],
     { encoding: 'utf8' },
   );
   t.equal(verify.status, 0, `coffer-recover verify: ${verify.stdout}${verify.stderr}`);

@@ -47,6 +47,8 @@ export type Command =
       run: string;
       key: string | undefined;
       pinSigner: string | undefined;
+      /** Trust the run's embedded signer without a pin (else exit 10 naming its fingerprint). */
+      trustUnpinnedSigner: boolean;
     }
   | {
       name: 'extract';
@@ -55,6 +57,7 @@ export type Command =
       run: string;
       key: string;
       pinSigner: string | undefined;
+      trustUnpinnedSigner: boolean;
       to: string;
       include: string[];
       exclude: string[];
@@ -90,10 +93,11 @@ const READ = {
 const SPECS = {
   keygen: { ...GLOBAL, out: { type: 'string' } },
   inspect: { ...GLOBAL, ...READ },
-  verify: { ...GLOBAL, ...READ },
+  verify: { ...GLOBAL, ...READ, 'trust-unpinned-signer': { type: 'boolean' } },
   extract: {
     ...GLOBAL,
     ...READ,
+    'trust-unpinned-signer': { type: 'boolean' },
     to: { type: 'string' },
     include: { type: 'string', multiple: true },
     exclude: { type: 'string', multiple: true },
@@ -206,7 +210,11 @@ export function parseCommandLine(argv: readonly string[]): ParsedCommand {
       throw usage('inspect --key lists records and needs --run', name);
     return { name, ...common, run, key };
   }
-  if (name === 'verify') return { name, ...common, run: need('run'), key: str('key') };
+  const trustUnpinnedSigner = values['trust-unpinned-signer'] === true;
+  if (trustUnpinnedSigner && pinSigner !== undefined) {
+    throw usage('--trust-unpinned-signer and --pin-signer contradict each other; keep --pin-signer', name);
+  }
+  if (name === 'verify') return { name, ...common, trustUnpinnedSigner, run: need('run'), key: str('key') };
   const records = list('record');
   const include = list('include');
   const exclude = list('exclude');
@@ -223,6 +231,7 @@ export function parseCommandLine(argv: readonly string[]): ParsedCommand {
   return {
     name,
     ...common,
+    trustUnpinnedSigner,
     run: need('run'),
     key: need('key'),
     to: need('to'),

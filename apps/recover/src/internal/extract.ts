@@ -28,6 +28,7 @@ import { progressFor } from './progress.ts';
 import { quoteName, size } from './runs.ts';
 import { encodeSegment, recordPath } from './safe-name.ts';
 import { SafeTarget } from './safe-writer.ts';
+import { requireSignerTrust } from './signer-trust.ts';
 import { openSource } from './store.ts';
 import { toRecoverError } from './translate.ts';
 
@@ -53,6 +54,7 @@ export function entrySegments(
 export async function extract(cmd: ExtractCommand, report: Reporter, io: Io): Promise<number> {
   const store = openSource(cmd.store, io.env);
   const runLabel = `run ${cmd.run}`;
+  await requireSignerTrust(store, cmd, runLabel);
   const key = await loadSecretKey(cmd.key, io, report);
   const progress = progressFor(io, 'extract', cmd);
   try {

@@ -31,7 +31,8 @@ ${STORE}
   --pin-signer sha384:HEX        refuse runs signed by any other key
 ${COMMON}
 `,
-  verify: `coffer-recover verify --from WHERE --run ID [--key FILE] [--pin-signer FP] [--job JOB]
+  verify: `coffer-recover verify --from WHERE --run ID [--key FILE]
+                      (--pin-signer FP | --trust-unpinned-signer) [--job JOB]
 
 Reads the whole run back and checks everything: format version, signature (and pin), every shard's
 hash, the index, and with --key every shard's decryption and every record's SHA-384. Exits 0 only
@@ -42,10 +43,13 @@ ${STORE}
   --job JOB                      the job, if the run id is ambiguous
   --key FILE                     secret key (break-glass or operational; - reads stdin)
   --pin-signer sha384:HEX        refuse runs signed by any other key (exit 8)
+  --trust-unpinned-signer        trust whichever key signed the run (without it and
+                                 without --pin-signer: exit 10, printing the fingerprint)
 ${COMMON}
 `,
   extract: `coffer-recover extract --from WHERE --run ID --key FILE --to DIR
                        [--include PREFIX]... [--exclude PREFIX]... [--record NAME]... [--force]
+                       (--pin-signer FP | --trust-unpinned-signer)
 
 Writes the run's records under DIR, each checked against its SHA-384 before it is put in place.
 Record names never leave DIR: unsafe characters and segments are percent-encoded (README.md,
@@ -62,6 +66,8 @@ ${STORE}
   --record NAME                  exactly this record (repeatable; not with include/exclude)
   --force                        replace existing files (never follows symlinks)
   --pin-signer sha384:HEX        refuse runs signed by any other key (exit 8)
+  --trust-unpinned-signer        trust whichever key signed the run (without it and
+                                 without --pin-signer: exit 10, printing the fingerprint)
 ${COMMON}
 `,
   bundle: `coffer-recover bundle open [--key FILE] [--pin-signer FP] BUNDLE.json
@@ -92,7 +98,7 @@ Commands:
 
 Exit codes: 0 ok, 1 failure, 2 usage, 3 verification failed, 4 key problem, 5 not found,
 6 unsupported format version, 7 refused to write, 8 signer not pinned, 9 store unreachable,
-130 interrupted.
+10 no signer pinned (verify, extract), 130 interrupted.
 `;
 
 /** The help text for `topic` (a command name) or the overview. */

@@ -78,8 +78,8 @@ export function summarise(job: string, runId: string, doc: unknown): RunSummaryV
 /** Reads and parses manifest.json at `key` for display; null when unreadable or not JSON. */
 export async function readRawManifest(store: ObjectStore, key: string): Promise<unknown> {
   try {
-    const bytes = await store.get(key);
-    if (bytes.byteLength > 64 * 1024 * 1024) return null;
+    // The archive reader's manifest ceiling: a larger object is refused before its body is read.
+    const bytes = await store.get(key, undefined, { maxBytes: 64 * 1024 * 1024 });
     return JSON.parse(Buffer.from(bytes).toString('utf8')) as unknown;
   } catch {
     return null;

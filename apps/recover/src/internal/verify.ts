@@ -19,6 +19,7 @@ import { loadSecretKey } from './key-file.ts';
 import type { Io, Reporter } from './output.ts';
 import { progressFor } from './progress.ts';
 import { size, summariseVerified } from './runs.ts';
+import { requireSignerTrust } from './signer-trust.ts';
 import { openSource } from './store.ts';
 import { mapCode, toRecoverError } from './translate.ts';
 
@@ -32,6 +33,7 @@ function interrupted(): RecoverError {
 export async function verifyRun(cmd: VerifyCommand, report: Reporter, io: Io): Promise<number> {
   const store = openSource(cmd.store, io.env);
   const runLabel = `run ${cmd.run}`;
+  await requireSignerTrust(store, cmd, runLabel);
   const progress = progressFor(io, 'verify', cmd);
   if (cmd.key === undefined) return verifyWithoutKey(store, cmd, report, io, runLabel);
 
@@ -114,15 +116,17 @@ async function verifyWithoutKey(
     let done = 0;
     for (const [i, o] of objects.entries()) {
       if (io.signal?.aborted) throw interrupted();
-      const { bytes, digest } = await digestObject(store, o.key, runLabel, (n) => {
+      const { bytes, digest } = await digestObject(store, o.key, o.size, runLabel, (n) => {
         done += n;
         progress.update(done, total, `object ${i + 1}/${objects.length}`);
       });
       if (bytes !== o.size || digest !== o.sha384) {
         const why =
-          bytes !== o.size
-            ? `size ${bytes} differs from the signed ${o.size}`
-            : 'SHA-384 differs from the signed manifest';
+          bytes > o.size
+            ? `larger than the signed ${o.size} bytes`
+            : bytes !== o.size
+              ? `size ${bytes} differs from the signed ${o.size}`
+              : 'SHA-384 differs from the signed manifest';
         throw new RecoverError(
           'ERR_RECOVER_VERIFY_FAILED',
           `${runLabel}: ${o.what} ${o.key}: ${why} (tampered or corrupted)`,
@@ -169,6 +173,7 @@ async function verifyWithoutKey(
 async function digestObject(
   store: ObjectStore,
   key: string,
+  signedSize: number,
   runLabel: string,
   onBytes: (n: number) => void,
 ): Promise<{ bytes: number; digest: Digest }> {
@@ -176,8 +181,10 @@ async function digestObject(
   let bytes = 0;
   try {
     for await (const chunk of await store.getStream(key)) {
-      h.update(chunk);
       bytes += chunk.byteLength;
+      // Reading stops one chunk past the signed size: a hostile 8 GiB object is not hashed whole.
+      if (bytes > signedSize) break;
+      h.update(chunk);
       onBytes(chunk.byteLength);
     }
   } catch (e) {

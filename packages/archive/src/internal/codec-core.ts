@@ -5,14 +5,20 @@
  *   frame  = header(32) || ciphertext(storedLength) || tag(16)
  *   header = magic(4) || major(1)=0 || minor(1)=1 || flags(1) || reserved(1)=0 || seq(u32 BE)
  *            || plainLength(u32 BE) || storedLength(u32 BE) || runTag(12)
- *   flags  = bit 0 final, bit 1 zstd; other bits zero
- *   runTag = SHA-384("coffer/archive/v0.1/run" || lp(job) || lp(runId))[0..12]
- *   nonce  = domain(1) || 0x00 * 6 || seq(u32 BE) || final(1)
+ *   flags  = bit 0 final, bit 1 zstd, bit 2 salted; other bits zero
+ *   tail   = runTag[0..6] || salt(6)   when salted (every frame written now)
+ *            runTag[0..12]             when not (frames written before salting: still readable)
+ *   runTag = SHA-384("coffer/archive/v0.1/run" || lp(job) || lp(runId))
+ *   nonce  = domain(1) || salt(6) (0x00 * 6 when not salted) || seq(u32 BE) || final(1)
  *   aad    = "coffer/archive/v0.1/frame" || header || lp(job) || lp(runId)
  *
  * The nonce and associated data bind each frame to its job, run, position and final flag (in the
- * manner of age's STREAM), so a truncated, reordered or transplanted frame fails to open. The run
- * tag is a diagnostic only: it lets a reader say "transplanted" rather than "tampered".
+ * manner of age's STREAM), so a truncated, reordered or transplanted frame fails to open. The salt
+ * is drawn at random by every writer session: a resumed run keeps its data key and seals shard
+ * numbers again that a crashed session may already have stored, so without it a (key, nonce) pair
+ * would seal two plaintexts (fatal for AES-GCM). The salt sits in the header, which is in the
+ * associated data and under the manifest's digest, so it cannot be altered. The run tag is a
+ * diagnostic only: it lets a reader say "transplanted" rather than "tampered".
  *
  * Why this is one self-contained function taking node:crypto and node:zlib as arguments: the bulk
  * path (SHA-384 of the frame, AES-256-GCM, zstd) runs in worker threads to use both cores, and a
@@ -36,6 +42,8 @@ export interface SealMessage {
   /** lp(job) || lp(runId). */
   binding: Uint8Array;
   runTag: Uint8Array;
+  /** The writer session's 6 random nonce bytes (always given by writers; null only in tests of old frames). */
+  salt: Uint8Array | null;
   /**
    * A spare buffer to build the frame in (recycled by the caller: a fresh large buffer costs a page
    * fault per 4 KiB on first touch, which is slower than the cipher itself). It may hold `plain`
@@ -93,12 +101,16 @@ export interface CodecCore {
     plain: number,
     stored: number,
     runTag: Uint8Array,
+    salt: Uint8Array | null,
   ): Uint8Array;
 }
 
 export function codecCore(crypto: typeof NodeCrypto, zlib: typeof NodeZlib): CodecCore {
   const HEADER = 32;
   const TAG = 16;
+  const SALTED = 4; // flags bit 2
+  const SALT = 6;
+  const TAG_SALTED = 6; // run tag bytes kept in a salted header
   const MAGICS = [
     [0x43, 0x46, 0x53, 0x48], // "CFSH"
     [0x43, 0x46, 0x49, 0x58], // "CFIX"
@@ -143,24 +155,31 @@ export function codecCore(crypto: typeof NodeCrypto, zlib: typeof NodeZlib): Cod
     plain: number,
     stored: number,
     runTag: Uint8Array,
+    salt: Uint8Array | null,
   ): Uint8Array {
     const h = Buffer.alloc(HEADER);
     const magic = MAGICS[domain]!;
     for (let i = 0; i < 4; i++) h[i] = magic[i]!;
     h[4] = 0;
     h[5] = 1;
-    h[6] = (final ? 1 : 0) | (zstd ? 2 : 0);
+    h[6] = (final ? 1 : 0) | (zstd ? 2 : 0) | (salt !== null ? SALTED : 0);
     h[7] = 0;
     h.writeUInt32BE(seq, 8);
     h.writeUInt32BE(plain, 12);
     h.writeUInt32BE(stored, 16);
-    h.set(runTag.subarray(0, 12), 20);
+    if (salt === null) h.set(runTag.subarray(0, 12), 20);
+    else {
+      h.set(runTag.subarray(0, TAG_SALTED), 20);
+      h.set(salt.subarray(0, SALT), 20 + TAG_SALTED);
+    }
     return h;
   }
 
-  function nonce(domain: number, seq: number, final: boolean): Buffer {
+  // The nonce of the frame whose header is `h` (the salt, when there is one, is read from it).
+  function nonce(domain: number, seq: number, final: boolean, h: Uint8Array): Buffer {
     const n = Buffer.alloc(12);
     n[0] = domain;
+    if ((h[6]! & SALTED) !== 0) n.set(h.subarray(20 + TAG_SALTED, HEADER), 1);
     n.writeUInt32BE(seq, 7);
     n[11] = final ? 1 : 0;
     return n;
@@ -197,6 +216,7 @@ export function codecCore(crypto: typeof NodeCrypto, zlib: typeof NodeZlib): Cod
       m.plain.length,
       payload.length,
       m.runTag,
+      m.salt,
     );
     const size = HEADER + payload.length + TAG;
     const frame =
@@ -204,7 +224,8 @@ export function codecCore(crypto: typeof NodeCrypto, zlib: typeof NodeZlib): Cod
         ? Buffer.from(m.out.buffer, m.out.byteOffset, size)
         : Buffer.allocUnsafe(size);
     frame.set(header, 0);
-    const cipher = crypto.createCipheriv('aes-256-gcm', m.key, nonce(m.domain, m.seq, m.final));
+    if (m.salt !== null && m.salt.length !== SALT) throw new RangeError('salt must be 6 bytes');
+    const cipher = crypto.createCipheriv('aes-256-gcm', m.key, nonce(m.domain, m.seq, m.final, header));
     cipher.setAAD(Buffer.concat([LABEL, header, m.binding]));
     // The frame digest is taken piece by piece right after each piece is encrypted, while it is
     // still in cache, rather than in a second pass over the whole frame.
@@ -236,7 +257,8 @@ export function codecCore(crypto: typeof NodeCrypto, zlib: typeof NodeZlib): Cod
     if (f.length < HEADER + TAG) return 'header';
     const magic = MAGICS[m.domain]!;
     for (let i = 0; i < 4; i++) if (f[i] !== magic[i]) return 'header';
-    if (!sameBytes(f.subarray(20, 32), m.runTag.subarray(0, 12))) return 'transplanted';
+    const tagBytes = (f[6]! & SALTED) !== 0 ? TAG_SALTED : 12;
+    if (!sameBytes(f.subarray(20, 20 + tagBytes), m.runTag.subarray(0, tagBytes))) return 'transplanted';
     const view = Buffer.from(f.buffer, f.byteOffset, f.byteLength);
     if (view.readUInt32BE(8) !== m.seq) return 'misplaced';
     return null;
@@ -251,7 +273,7 @@ export function codecCore(crypto: typeof NodeCrypto, zlib: typeof NodeZlib): Cod
     const bad = diagnose(m);
     if (bad !== null) return { ok: false, failure: bad };
     const flags = f[6]!;
-    if (f[4] !== 0 || f[5] !== 1 || f[7] !== 0 || (flags & ~3) !== 0) return { ok: false, failure: 'header' };
+    if (f[4] !== 0 || f[5] !== 1 || f[7] !== 0 || (flags & ~7) !== 0) return { ok: false, failure: 'header' };
     if ((flags & 1) !== (m.final ? 1 : 0)) return { ok: false, failure: 'header' };
     const plainLength = f.readUInt32BE(12);
     const stored = f.readUInt32BE(16);
@@ -259,7 +281,7 @@ export function codecCore(crypto: typeof NodeCrypto, zlib: typeof NodeZlib): Cod
     if (m.plainLength !== null && plainLength !== m.plainLength) return { ok: false, failure: 'length' };
     const zstd = (flags & 2) !== 0;
     if (!zstd && stored !== plainLength) return { ok: false, failure: 'header' };
-    const decipher = crypto.createDecipheriv('aes-256-gcm', m.key, nonce(m.domain, m.seq, m.final));
+    const decipher = crypto.createDecipheriv('aes-256-gcm', m.key, nonce(m.domain, m.seq, m.final, f));
     decipher.setAAD(Buffer.concat([LABEL, f.subarray(0, HEADER), m.binding]));
     decipher.setAuthTag(f.subarray(HEADER + stored));
     let payload: Buffer;

@@ -10,6 +10,16 @@ import { concatBytes, lengthPrefixed, utf8 } from './bytes.ts';
 
 /** Context string of the manifest signature (domain separation from every other signature). */
 export const MANIFEST_SIGNATURE_CONTEXT = 'coffer/archive/manifest/v0.1';
+
+/**
+ * The most bytes a reader accepts for manifest.json, before its signature is checked (it is read
+ * whole to be verified). Writers stay below it by sealing at most MANIFEST_MAX_SHARDS shards: a
+ * shard entry is at most 175 bytes, the rest of a manifest a few KiB.
+ */
+export const MANIFEST_MAX_BYTES = 64 * 1024 * 1024;
+export const MANIFEST_MAX_SHARDS = 350_000;
+/** The most bytes a reader accepts for manifest.sig (about 6.4 KiB in practice). */
+export const SIGNATURE_MAX_BYTES = 64 * 1024;
 export const SIGNATURE_FORMAT = 'coffer-archive-signature';
 
 /** The associated data under which the run's data key is wrapped for each recipient. */

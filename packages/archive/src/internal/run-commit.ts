@@ -62,6 +62,7 @@ export function sealIndex(
   lines: readonly string[],
   binding: Uint8Array,
   runTag: Uint8Array,
+  salt: Uint8Array,
 ): SealedIndex {
   const chunks = indexChunks([headerLine(cfg.job, cfg.runId, lines.length), ...lines]);
   const frames: Uint8Array[] = [];
@@ -76,6 +77,7 @@ export function sealIndex(
       key: cfg.dataKey,
       binding,
       runTag,
+      salt,
       out: null,
     });
     hash.update(r.frame);

@@ -27,8 +27,9 @@ import { BufferPool } from './buffer-pool.ts';
 import { type CheckpointPartial, type CheckpointState, sealCheckpoint } from './checkpoint.ts';
 import { type FrameCodec, inlineCodec } from './codec-pool.ts';
 import { entryLine } from './index-codec.ts';
+import { MANIFEST_MAX_SHARDS } from './manifest.ts';
 import { BEGIN, END, PREFIX, type RecordHasher, recordHasher } from './record-hash.ts';
-import { runBinding, runTag } from './run-binding.ts';
+import { runBinding, runTag, sessionSalt } from './run-binding.ts';
 import { commitRun, sealIndex } from './run-commit.ts';
 import { putObject } from './store.ts';
 import type { WriterConfig } from './writer-config.ts';
@@ -100,6 +101,8 @@ export class RunWriter implements ArchiveWriter {
   private failure: unknown = null;
   private readonly binding: Uint8Array;
   private readonly tag: Uint8Array;
+  // Drawn afresh by every writer (a resumed run's too), so no (data key, nonce) pair seals twice.
+  private readonly salt = sessionSalt();
   // Shard buffers come from a fixed pool, allocated once per writer: a fresh 8 MiB buffer costs a
   // page fault per 4 KiB on first touch (slower than the cipher) and leaves garbage the GC frees
   // late, inflating RSS. The pool's size bounds the memory in flight. Each buffer is frame-sized:
@@ -370,10 +373,12 @@ export class RunWriter implements ArchiveWriter {
   /** Seals the buffered shard (in the background unless final) and starts the next buffer. */
   private async flush(final: boolean): Promise<void> {
     const index = this.nextShard;
-    if (index >= this.cfg.maxShards) {
+    // Also refused past the manifest ceiling: a reader would refuse the manifest as too large.
+    const limit = Math.min(this.cfg.maxShards, MANIFEST_MAX_SHARDS);
+    if (index >= limit) {
       throw new ArchiveError('ERR_ARCHIVE_SHARD_ID_OVERFLOW', {
         object: layout.shard(this.job, this.runId, index),
-        detail: `run would need more than ${this.cfg.maxShards} shards`,
+        detail: `run would need more than ${limit} shards`,
       });
     }
     this.nextShard++;
@@ -461,6 +466,7 @@ export class RunWriter implements ArchiveWriter {
         key: this.cfg.dataKey,
         binding: this.binding,
         runTag: this.tag,
+        salt: this.salt,
         out: held,
       });
       const key = layout.shard(this.job, this.runId, index);
@@ -568,7 +574,7 @@ export class RunWriter implements ArchiveWriter {
     await this.flush(true);
     // Every record is in: the index is sealed on this thread while the last shards are sealed and
     // stored (it is stored only once every shard is listed back).
-    const index = sealIndex(this.cfg, this.lines, this.binding, this.tag);
+    const index = sealIndex(this.cfg, this.lines, this.binding, this.tag, this.salt);
     for (const p of this.inFlight) await p.catch(() => undefined);
     this.inFlight = [];
     this.releasePools();

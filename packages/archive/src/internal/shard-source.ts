@@ -24,6 +24,9 @@ function shardError(failure: OpenFailure): ArchiveErrorCode {
   }
 }
 
+/** Header and tag around a frame's payload. */
+const FRAME_OVERHEAD = 48;
+
 export const FAILURE_DETAIL: Record<OpenFailure, string> = {
   digest: 'SHA-384 differs from the signed manifest',
   transplanted: 'run tag names another run',
@@ -73,7 +76,22 @@ export class ShardSource {
     const { job, runId } = this.doc;
     const objectKey = layout.shard(job, runId, i);
     const shard = this.doc.shards[i]!;
-    const frame = await getObject(this.store, objectKey, buf ?? undefined);
+    const frame = await getObject(
+      this.store,
+      objectKey,
+      {
+        // No frame of this run is larger than a full shard's (what is signed bounds it either way);
+        // reading up to that size, not just this shard's, keeps the diagnosis of a shard swapped
+        // within the run (MISPLACED) rather than TAMPERED.
+        maxBytes: Math.max(shard.size, this.doc.shardSize + FRAME_OVERHEAD),
+        tooLarge: () =>
+          new ArchiveError('ERR_ARCHIVE_SHARD_TAMPERED', {
+            object: objectKey,
+            detail: 'larger than any frame of the run',
+          }),
+      },
+      buf ?? undefined,
+    );
     if (frame === null) throw new ArchiveError('ERR_ARCHIVE_SHARD_MISSING', { object: objectKey });
     const out = buf === null ? null : buf.subarray(0, shard.plainSize);
     const codec = this.doc.shards.length === 1 ? inlineCodec : this.codec;

@@ -40,19 +40,32 @@ export async function putObject(
   }
 }
 
+/** A read's bound: the most bytes accepted, and the error to throw for a larger object. */
+export interface ReadBound {
+  maxBytes: number;
+  tooLarge: () => ArchiveError;
+}
+
 /**
  * The whole object, or null when it does not exist. With `into`, a view of it when the object fits
- * (else a fresh buffer: use the returned view).
+ * (else a fresh buffer: use the returned view). Every archive object is read with a bound (taken
+ * from the signed manifest, or a fixed ceiling before the signature is checked): a larger object is
+ * refused by the store before its body is read, so a hostile bucket cannot exhaust memory.
  */
 export async function getObject(
   store: ObjectStore,
   key: string,
+  bound: ReadBound,
   into?: Uint8Array,
 ): Promise<Uint8Array | null> {
   try {
-    return await (into === undefined ? store.get(key) : store.get(key, undefined, { into }));
+    return await store.get(key, undefined, {
+      maxBytes: bound.maxBytes,
+      ...(into === undefined ? {} : { into }),
+    });
   } catch (e) {
     if (isNotFound(e)) return null;
+    if (codeOf(e) === 'ERR_OBJECTSTORE_TOO_LARGE') throw bound.tooLarge();
     throw destinationError(e, key);
   }
 }

@@ -122,3 +122,23 @@ export function checkRange(
     );
   }
 }
+
+/** Checks `GetOptions.maxBytes` (absent, or a non-negative safe integer). */
+export function checkMaxBytes(maxBytes: number | undefined, key: string): void {
+  if (maxBytes === undefined || (Number.isSafeInteger(maxBytes) && maxBytes >= 0)) return;
+  throw new ObjectStoreError('ERR_OBJECTSTORE_INVALID_CONFIG', `get ${describe(key)}: bad maxBytes`, { key });
+}
+
+/** The error of a `get` whose object (or range) is larger than the caller's `maxBytes`. */
+export function tooLarge(
+  key: string,
+  where: string,
+  size: number | null,
+  maxBytes: number,
+): ObjectStoreError {
+  return new ObjectStoreError(
+    'ERR_OBJECTSTORE_TOO_LARGE',
+    `get ${describe(key)} on ${where}: ${size === null ? 'more than' : `${size} bytes, over`} the ${maxBytes}-byte bound`,
+    { key, storeCode: 'TooLarge' },
+  );
+}

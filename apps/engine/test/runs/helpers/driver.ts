@@ -1,7 +1,8 @@
 /**
  * A child-process engine for crash and scale-out tests of the run machinery: the real RunService
  * over a real state store (SQLite in DRIVER_DATA_DIR, or DRIVER_DB_URL), real keys from files and a
- * real filesystem destination. Log lines are JSON on stdout. Modes:
+ * real filesystem destination (or, with DRIVER_DEST_S3, a JSON @coffer/testkit TestBucket, that S3
+ * bucket). Log lines are JSON on stdout. Modes:
  * - `trigger`: upsert the job, trigger it, wait until the run settles, exit;
  * - `resume`:  start the scheduler (its first tick resumes interrupted runs), wait until no run of
  *              the job is in flight, exit;
@@ -10,7 +11,7 @@
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { decodeKeyFile, recipientPublicKeyFromSecret, signerPublicKeyFromSecret } from '@coffer/crypto';
-import { createFsStore, type ObjectStore } from '@coffer/objectstore';
+import { createFsStore, createS3Store, type ObjectStore } from '@coffer/objectstore';
 import { openState } from '@coffer/state';
 import { createRunService } from '../../../src/runs/service.ts';
 
@@ -32,7 +33,19 @@ const log = {
 };
 const dataDir = env.DRIVER_DATA_DIR!;
 mkdirSync(dataDir, { recursive: true });
-mkdirSync(env.DRIVER_DEST_DIR!, { recursive: true });
+function destination(): ObjectStore {
+  if (env.DRIVER_DEST_S3) {
+    const b = JSON.parse(env.DRIVER_DEST_S3) as {
+      bucket: string;
+      endpoint: string;
+      region: string;
+      credentials: { accessKeyId: string; secretAccessKey: string };
+    };
+    return createS3Store({ ...b, forcePathStyle: true });
+  }
+  mkdirSync(env.DRIVER_DEST_DIR!, { recursive: true });
+  return createFsStore({ root: env.DRIVER_DEST_DIR! });
+}
 const state = await openState({ dataDir, ...(env.DRIVER_DB_URL ? { url: env.DRIVER_DB_URL } : {}) });
 /**
  * The destination as the run sees it, instrumented for the fencing test: every manifest stored
@@ -67,7 +80,7 @@ function instrumented(store: ObjectStore): ObjectStore {
 const service = createRunService({
   state,
   keys,
-  destinations: new Map([['default', instrumented(createFsStore({ root: env.DRIVER_DEST_DIR! }))]]),
+  destinations: new Map([['default', instrumented(destination())]]),
   log,
   dataDir,
   leaseSeconds: Number(env.DRIVER_LEASE_SECONDS ?? 30),
