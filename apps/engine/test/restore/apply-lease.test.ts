@@ -6,6 +6,7 @@
  */
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { tempDir } from '@coffer/testkit';
 import t from 'tap';
 import { restoreWorld } from './helpers.ts';
 
@@ -22,7 +23,8 @@ function countFiles(dir: string): number {
 t.test('an apply whose lease was taken over records nothing more', async (t) => {
   const w = await restoreWorld(t);
   const state = w.e.app.engine.state;
-  const src = join(w.e.dataDir, 'src');
+  // Outside the engine's data dir: a source there is refused (it would archive the engine's keys).
+  const src = join(tempDir(t, 'coffer-apply-lease-src-'), 'src');
   for (let d = 0; d < 15; d++) mkdirSync(join(src, `d${d}`), { recursive: true });
   for (let i = 0; i < FILES; i++)
     writeFileSync(join(src, `d${i % 15}`, `f${i}.txt`), `file ${i}\n`.repeat(64));
