@@ -408,8 +408,9 @@ export default async function restoreRoutes(app: FastifyInstance): Promise<void>
   app.post<{ Body: { planHash: string; reason?: string } }>(
     '/restore/reject',
     {
-      // Either capability may reject (an approver) or withdraw (the requester); gated, like every
-      // mutating POST, before the rate limiter.
+      // Either capability may reach the route: an approver rejects any request, a holder of
+      // restore.request only withdraws their own (checked against the stored requester's stable
+      // subject in the handler). Gated, like every mutating POST, before the rate limiter.
       onRequest: [rejectCapability, app.rateLimitCaller],
       schema: {
         summary: 'Reject (or withdraw) a pending restore request',
@@ -419,12 +420,14 @@ export default async function restoreRoutes(app: FastifyInstance): Promise<void>
       },
     },
     async (request, reply) => {
+      const approver = request.caller ? can(request.caller.authz, 'restore.approve') : false;
       try {
         const a = await rejectRestore({
           approvals: state.approvals,
           planHash: request.body.planHash,
           by: actor(request),
           now: app.engine.restoreClock,
+          mayRejectOthers: approver,
           ...(request.body.reason === undefined ? {} : { reason: request.body.reason }),
         });
         await app.audit.forRequest(request, {
@@ -435,6 +438,15 @@ export default async function restoreRoutes(app: FastifyInstance): Promise<void>
         });
         return { ok: true, approval: a };
       } catch (e) {
+        if (isRestoreError(e, 'ERR_RESTORE_NOT_REQUESTER') && request.caller) {
+          await app.audit.forRequest(request, {
+            action: 'restore-reject',
+            outcome: 'refused',
+            target: null,
+            detail: { reason: 'not-requester', required: 'restore.approve', planHash: request.body.planHash },
+          });
+          return reply.code(403).send(forbiddenBody('restore.approve', request.caller.authz));
+        }
         return sendRestoreError(reply, e);
       }
     },
