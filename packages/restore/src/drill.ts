@@ -45,6 +45,8 @@ export interface DrillScratch {
 export interface DrillOptions {
   store: ObjectStore;
   runId: string;
+  /** The run whose archive holds `runId`'s data, when it is another (an unchanged run). */
+  archiveRunId?: string;
   job?: string;
   operationalSecretKey: Uint8Array;
   signerPublicKey?: Uint8Array;
@@ -60,6 +62,8 @@ export interface DrillEvidence {
   id: string;
   job: string | null;
   runId: string;
+  /** The run whose archive was restored: `runId`, or the run an unchanged run points to. */
+  archiveRunId: string;
   sourceType: string | null;
   trigger: string;
   startedAt: string;
@@ -186,6 +190,7 @@ export async function runDrill(options: DrillOptions): Promise<DrillEvidence> {
     id: `drl_${id}`,
     job: options.job ?? null,
     runId: options.runId,
+    archiveRunId: options.archiveRunId ?? options.runId,
     sourceType: null,
     trigger: options.trigger ?? 'manual',
     startedAt: started.toISOString(),
@@ -209,7 +214,7 @@ export async function runDrill(options: DrillOptions): Promise<DrillEvidence> {
   let reader: SourceConnector | null = null;
   try {
     const run = await openRun(options.store, {
-      runId: options.runId,
+      runId: ev.archiveRunId,
       secretKey: options.operationalSecretKey,
       ...(options.job === undefined ? {} : { job: options.job }),
       ...(options.signerPublicKey === undefined ? {} : { signerPublicKey: options.signerPublicKey }),

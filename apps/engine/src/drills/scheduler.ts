@@ -24,6 +24,7 @@ import { join } from 'node:path';
 import { type DrillEvidence, runDrill } from '@coffer/restore';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { DRILL_EVIDENCE_PREFIX, sourceConfigOf } from '../routes/restore/context.ts';
+import { archiveRunOf } from '../runs/unchanged.ts';
 
 export const DRILL_LEASE = 'drill.session';
 export const DRILL_SESSION_SETTING = 'drill.session';
@@ -126,6 +127,8 @@ export class DrillService {
     if (!run || run.jobId !== job.id) return { kind: 'not-found', what: 'run' };
     const key = keys.operational?.secretKey;
     if (!key) return { kind: 'no-key' };
+    // An unchanged run (skipUnchanged) has no archive of its own: drill the one that holds its data.
+    const archiveRunId = await archiveRunOf(state.runs, run);
     const lease = await state.leases.acquire(DRILL_LEASE, this.holder, this.leaseMs);
     const mine = this.current as DrillSession | null; // set meanwhile by a concurrent start
     if (!lease || mine) {
@@ -167,6 +170,7 @@ export class DrillService {
           store,
           job: job.id,
           runId: run.id,
+          archiveRunId,
           operationalSecretKey: key,
           signerPublicKey: keys.signer.publicKey,
           trigger: options.trigger,
@@ -195,6 +199,7 @@ export class DrillService {
           detail: {
             drillId: ev.id,
             runId: ev.runId,
+            ...(ev.archiveRunId === ev.runId ? {} : { archiveRunId: ev.archiveRunId }),
             trigger: ev.trigger,
             verdict: ev.verdict,
             records: ev.records,

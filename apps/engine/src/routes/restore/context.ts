@@ -9,6 +9,7 @@ import type { PlanOptions, TargetResolver } from '@coffer/restore';
 import type { SourceConfig } from '@coffer/sources';
 import type { FastifyInstance } from 'fastify';
 import { type JobSource, jobSourceConfig } from '../../runs/source-config.ts';
+import { archiveRunOf } from '../../runs/unchanged.ts';
 
 /** Settings keys of the restore approval policy. */
 export const APPROVAL_ENABLED_KEY = 'restore.approval.enabled';
@@ -36,7 +37,10 @@ export function jobResolver(app: FastifyInstance): TargetResolver {
   };
 }
 
-/** The plan options of a request, with the engine's stores, keys, roots and run facts. */
+/**
+ * The plan options of a request, with the engine's stores, keys, roots and run facts. A run
+ * recorded `ok` with `unchangedFrom` is read from the archive that holds its data (`runId`).
+ */
 export async function planOptionsFor(
   app: FastifyInstance,
   request: PlanOptions['request'],
@@ -48,7 +52,7 @@ export async function planOptionsFor(
   return {
     stores: Object.fromEntries(destinations),
     defaultDestinationId: 'default',
-    ...(run ? { job: run.jobId } : {}),
+    ...(run ? { job: run.jobId, runId: await archiveRunOf(state.runs, run) } : {}),
     operationalSecretKey: keys.operational?.secretKey ?? null,
     signerPublicKey: keys.signer.publicKey,
     request,

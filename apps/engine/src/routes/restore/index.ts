@@ -36,6 +36,7 @@ import {
 } from '@coffer/restore';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
+import { archiveRunOf } from '../../runs/unchanged.ts';
 import { type ApplyRow, ApplyTracker, applyView } from './applies.ts';
 import { APPROVAL_ENABLED_KEY, APPROVAL_MIN_DELAY_KEY, approvalPolicy, planOptionsFor } from './context.ts';
 
@@ -532,11 +533,13 @@ export default async function restoreRoutes(app: FastifyInstance): Promise<void>
         const store = app.engine.destinations.get(req.destinationId ?? 'default');
         if (!store) return reply.code(400).send({ error: 'destinationId names no configured destination' });
         const latest = opts.job ? await state.runs.latestOk(opts.job) : null;
+        // Unchanged runs have no archive of their own: attest (and compare with) the archives
+        // that hold their data.
         return await attestRun(store, {
-          runId: req.runId,
+          runId: opts.runId ?? req.runId,
           ...(opts.job ? { job: opts.job } : {}),
           signerPublicKey: app.engine.keys.signer.publicKey,
-          ...(latest ? { expectedLatest: { runId: latest.id } } : {}),
+          ...(latest ? { expectedLatest: { runId: await archiveRunOf(state.runs, latest) } } : {}),
         });
       } catch (e) {
         return sendRestoreError(reply, e);
