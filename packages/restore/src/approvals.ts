@@ -300,7 +300,7 @@ export async function rejectRestore(options: {
   if (options.mayRejectOthers === false && a.requestedBy !== subject)
     throw new RestoreError(
       'ERR_RESTORE_NOT_REQUESTER',
-      'only the requester may withdraw a restore request; rejecting another person\'s needs restore.approve',
+      "only the requester may withdraw a restore request; rejecting another person's needs restore.approve",
       { planHash: options.planHash },
     );
   const next = await options.approvals.transition(a.id, ['pending'], 'rejected', {

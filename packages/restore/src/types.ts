@@ -123,7 +123,10 @@ export interface PlanAdvisory {
  */
 export type TargetCheck = (
   target: ResolvedTarget,
-) => Promise<{ code: RestoreErrorCode; message: string } | null> | { code: RestoreErrorCode; message: string } | null;
+) =>
+  | Promise<{ code: RestoreErrorCode; message: string } | null>
+  | { code: RestoreErrorCode; message: string }
+  | null;
 
 /** The dry-run reply (`RestorePlan`). */
 export interface RestorePlan {

@@ -9,7 +9,14 @@ import { join } from 'node:path';
 import { tempDir } from '@coffer/testkit';
 import t from 'tap';
 import { bearer } from '../helpers/engine.ts';
-import { AUDIENCE, callerHeaders, grantRoles, ISSUER, startKeySet, TEAM_DOMAIN } from '../helpers/perimeter.ts';
+import {
+  AUDIENCE,
+  callerHeaders,
+  grantRoles,
+  ISSUER,
+  startKeySet,
+  TEAM_DOMAIN,
+} from '../helpers/perimeter.ts';
 import { makePki } from '../helpers/tls.ts';
 import { restoreWorld } from './helpers.ts';
 
@@ -44,9 +51,9 @@ async function requested(who: Record<string, string>, out: string): Promise<stri
 }
 
 const statusOf = async (planHash: string) =>
-  (await w.get('/restore/approvals', bearer())).json().approvals.find(
-    (a: { subjectHash: string }) => a.subjectHash === planHash,
-  )?.status;
+  (await w.get('/restore/approvals', bearer()))
+    .json()
+    .approvals.find((a: { subjectHash: string }) => a.subjectHash === planHash)?.status;
 
 t.test("a requester cannot reject another person's request", async (t) => {
   const planHash = await requested(await as('alice'), 'a1');

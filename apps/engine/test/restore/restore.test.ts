@@ -106,7 +106,9 @@ t.test('every 400 before anything is read', async (t) => {
   }
   const outside = await post('/restore', viewer, { runId, target: { namespaceId: join(root, 'elsewhere') } });
   t.equal(outside.status, 200, 'a dry run is not refused for where an apply would write');
-  t.match(outside.json().advisories, [{ code: 'ERR_RESTORE_OUTSIDE_ROOTS', message: /outside the configured/ }]);
+  t.match(outside.json().advisories, [
+    { code: 'ERR_RESTORE_OUTSIDE_ROOTS', message: /outside the configured/ },
+  ]);
   const old = await post('/restore/request', await as('alice'), {
     runId,
     include: ['never-dry-run/'],

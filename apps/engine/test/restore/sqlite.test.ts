@@ -139,7 +139,9 @@ t.test('dry run, apply into a fresh database file, schema and rows equal', async
   // The target is no longer fresh: the same restore is refused before anything is written.
   const again = await w.dryRun(body);
   t.equal(again.status, 200, `the dry run says so in an advisory: ${again.text}`);
-  t.match(again.json().advisories, [{ code: 'ERR_RESTORE_TARGET_NOT_FRESH', message: /fresh|empty|tables/i }]);
+  t.match(again.json().advisories, [
+    { code: 'ERR_RESTORE_TARGET_NOT_FRESH', message: /fresh|empty|tables/i },
+  ]);
   const refused = await w.post('/restore', { ...body, confirm: true });
   t.equal(refused.status, 409, refused.text);
   t.match(refused.json().error, /fresh|empty|tables/i);

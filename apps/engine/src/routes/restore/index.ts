@@ -11,6 +11,9 @@
  * (3) and (4) phase one (verify everything, write nothing) and phase two (re-verify each record
  *     right before its write) in the background; the reply is 202 with an apply id to poll.
  *
+ * Dry runs and verifies (open to every role, and each reads every record in scope) run within the
+ * engine's concurrency limits (read-slots.ts): per engine and per caller, else 429.
+ *
  * Security-relevant behaviour: request bodies are checked by `validateRestoreRequest` before any
  * read (exact 400 messages); replies and audit events carry plan hashes, counts and reasons, never
  * tokens, keys or record bytes; the bare admin token (no subject) can neither request nor approve.
@@ -36,6 +39,7 @@ import {
 } from '@coffer/restore';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
+import { callerKey } from '../../plugins/rate-limit.ts';
 import { archiveRunOf } from '../../runs/unchanged.ts';
 import { type ApplyRow, ApplyTracker, applyView } from './applies.ts';
 import { APPROVAL_ENABLED_KEY, APPROVAL_MIN_DELAY_KEY, approvalPolicy, planOptionsFor } from './context.ts';
@@ -172,12 +176,13 @@ export default async function restoreRoutes(app: FastifyInstance): Promise<void>
     async (request, reply) => {
       try {
         const req = validateRestoreRequest(request.body);
+        if (!req.confirm)
+          return await app.engine.restoreReads.run(callerKey(request), reply, async () => {
+            const plan = await planRestore(await planOptionsFor(app, req));
+            await recordDryRun(state.settings, plan);
+            return plan;
+          });
         const options = await planOptionsFor(app, req);
-        if (!req.confirm) {
-          const plan = await planRestore(options);
-          await recordDryRun(state.settings, plan);
-          return plan;
-        }
         // (2) approval, against the plan recomputed from the index.
         const gated = await gateApply(request, reply, options, req.planHash);
         if (!gated) return reply;
@@ -507,7 +512,9 @@ export default async function restoreRoutes(app: FastifyInstance): Promise<void>
     async (request, reply) => {
       try {
         const req = validateRestoreRequest(request.body);
-        return await verifyRestore(await planOptionsFor(app, req));
+        return await app.engine.restoreReads.run(callerKey(request), reply, async () =>
+          verifyRestore(await planOptionsFor(app, req)),
+        );
       } catch (e) {
         return sendRestoreError(reply, e);
       }
