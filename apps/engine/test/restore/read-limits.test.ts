@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { tempDir } from '@coffer/testkit';
 import t from 'tap';
 import { loadConfig } from '../../src/config.ts';
+import type { ConfigError } from '../../src/errors.ts';
 import { AUDIENCE, callerHeaders, startKeySet, TEAM_DOMAIN } from '../helpers/perimeter.ts';
 import { makePki } from '../helpers/tls.ts';
 import { restoreWorld } from './helpers.ts';
@@ -40,9 +41,12 @@ t.test('documented defaults: 2 per engine, 1 per caller', async (t) => {
       .restoreReads,
     { perEngine: 8, perCaller: 3 },
   );
-  t.throws(() => loadConfig({ ENGINE_RESTORE_READS_PER_CALLER: '0' }, '/srv'), {
-    variable: 'ENGINE_RESTORE_READS_PER_CALLER',
-  });
+  try {
+    loadConfig({ ENGINE_RESTORE_READS_PER_CALLER: '0' }, '/srv');
+    t.fail('a limit of 0 accepted');
+  } catch (e) {
+    t.equal((e as ConfigError).variable, 'ENGINE_RESTORE_READS_PER_CALLER');
+  }
 });
 
 t.test('concurrent dry runs and verifies of five viewers: two run, three get 429', async (t) => {
