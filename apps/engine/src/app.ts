@@ -39,6 +39,7 @@ import replies from './plugins/replies.ts';
 import adminFamily from './routes/admin/index.ts';
 import demoRoutes from './routes/demo/index.ts';
 import pullRoutes from './routes/pull/index.ts';
+import { ReadSlots } from './routes/restore/read-slots.ts';
 import rootRoutes from './routes/root/index.ts';
 import scimFamily from './routes/scim/index.ts';
 import testFaultRoutes from './routes/test-fault/index.ts';
@@ -152,6 +153,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     destinations: destinationsOf(config),
     startedAt: new Date(),
     restoreClock: options.restore?.now ?? (() => new Date()),
+    restoreReads: new ReadSlots(config.restoreReads),
   };
   app.decorate('engine', context);
   // Backup runs (src/runs): stopped before the state store closes, so in-flight runs checkpoint.

@@ -52,6 +52,12 @@ export interface EngineConfig {
   destinations: { id: string; url: string }[];
   /** ENGINE_CONNECTIONS_FILE: named redis/s3 connections and drill scratch targets (src/connections). */
   connections: ConnectionsConfig;
+  /**
+   * ENGINE_RESTORE_READS_PER_ENGINE / ENGINE_RESTORE_READS_PER_CALLER: dry runs and verifies (they
+   * read and hash every record, and every role may call them) in flight at once in this process,
+   * and per caller (defaults 2 and 1).
+   */
+  restoreReads: { perEngine: number; perCaller: number };
 }
 
 type Env = Record<string, string | undefined>;
@@ -186,6 +192,14 @@ function restoreRoots(env: Env, cwd: string): string[] {
   return roots.map((r) => resolve(cwd, r.trim()));
 }
 
+function count(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const v = str(env, name);
+  if (v === undefined) return fallback;
+  if (!/^\d{1,6}$/.test(v) || Number(v) < min || Number(v) > max)
+    throw new ConfigError(name, `must be a whole number from ${min} to ${max}`);
+  return Number(v);
+}
+
 function seconds(env: Env, name: string, fallback: number, min: number, max: number): number {
   const v = str(env, name);
   if (v === undefined) return fallback;
@@ -260,6 +274,10 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     runLeaseSeconds: seconds(env, 'ENGINE_RUN_LEASE_SECONDS', 60, 5, 3600),
     destinations: destinations(env, cwd),
     connections: loadConnections(env, cwd, dataDir),
+    restoreReads: {
+      perEngine: count(env, 'ENGINE_RESTORE_READS_PER_ENGINE', 2, 1, 64),
+      perCaller: count(env, 'ENGINE_RESTORE_READS_PER_CALLER', 1, 1, 64),
+    },
   };
 }
 
@@ -289,4 +307,6 @@ export const CONFIG_VARIABLES = [
   'ENGINE_RUN_LEASE_SECONDS',
   'ENGINE_DESTINATIONS',
   'ENGINE_CONNECTIONS_FILE',
+  'ENGINE_RESTORE_READS_PER_ENGINE',
+  'ENGINE_RESTORE_READS_PER_CALLER',
 ] as const;

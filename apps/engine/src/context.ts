@@ -6,6 +6,7 @@ import type { ObjectStore } from '@coffer/objectstore';
 import type { AdminTokenChecker } from './auth/admin-token.ts';
 import type { EngineConfig } from './config.ts';
 import type { EngineKeys } from './keys.ts';
+import type { ReadSlots } from './routes/restore/read-slots.ts';
 import type { State } from './state/index.ts';
 
 export interface EngineContext {
@@ -21,6 +22,8 @@ export interface EngineContext {
    * life-cycle (request age, minimum delay, expiry): the system clock unless a test injects one.
    */
   restoreClock: () => Date;
+  /** Concurrency limits of restore dry runs and verifies (ENGINE_RESTORE_READS_*). */
+  restoreReads: ReadSlots;
 }
 
 declare module 'fastify' {

@@ -278,7 +278,8 @@ export async function approveRestore(options: {
 /**
  * The reject action: a pending approval for `planHash` becomes rejected (the requester may
  * withdraw their own). Throws ERR_RESTORE_NO_SUBJECT, ERR_RESTORE_APPROVAL_NOT_FOUND,
- * ERR_RESTORE_APPROVAL_EXPIRED, ERR_RESTORE_APPROVAL_CONFLICT.
+ * ERR_RESTORE_APPROVAL_EXPIRED, ERR_RESTORE_NOT_REQUESTER (`mayRejectOthers: false` and another
+ * person's request), ERR_RESTORE_APPROVAL_CONFLICT.
  */
 export async function rejectRestore(options: {
   approvals: ApprovalStore;
@@ -286,10 +287,22 @@ export async function rejectRestore(options: {
   by: Actor;
   reason?: string;
   now?: () => Date;
+  /**
+   * Whether the caller may reject someone else's request (an approver, `restore.approve`). False:
+   * only a withdrawal of the caller's own request (same stable subject) is allowed. Default true.
+   */
+  mayRejectOthers?: boolean;
 }): Promise<ApprovalRecordLike> {
   const at = clock(options.now)();
   const subject = needSubject(options.by, 'restore rejection');
   const a = await pendingFor(options.approvals, options.planHash, at);
+  // A requester may withdraw their own request; only an approver may turn down someone else's.
+  if (options.mayRejectOthers === false && a.requestedBy !== subject)
+    throw new RestoreError(
+      'ERR_RESTORE_NOT_REQUESTER',
+      "only the requester may withdraw a restore request; rejecting another person's needs restore.approve",
+      { planHash: options.planHash },
+    );
   const next = await options.approvals.transition(a.id, ['pending'], 'rejected', {
     by: subject,
     byEmail: options.by.email ?? null,

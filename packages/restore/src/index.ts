@@ -50,7 +50,7 @@ export {
 export { APPLY_WINDOW_MS, planFromIndex, planRestore, SAMPLE_ROWS, SKIPPED_LIST_MAX } from './plan.ts';
 export { type PlanDocument, planHashOf } from './plan-hash.ts';
 export { estimateRto, type JobRto, RTO_WINDOW, type RtoEstimate } from './rto.ts';
-export { confine, unsafeFileName } from './target.ts';
+export { confine, type ResolvedTarget, unsafeFileName } from './target.ts';
 export type * from './types.ts';
 export { validateRestoreRequest } from './validate.ts';
 export { type RestoreVerification, verifyRestore } from './verify.ts';

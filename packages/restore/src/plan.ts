@@ -108,6 +108,7 @@ function emptyPlan(runId: string, plannedAt: Date, onExisting: RestorePlan['onEx
     target: null,
     onExisting,
     planHash: null,
+    advisories: [],
   };
 }
 
@@ -167,16 +168,25 @@ function databaseMatches(given: string, m: VerifiedManifest): boolean {
  * request-class faults (unknown destination or target, outside the restore roots, d1Tables naming
  * unknown tables or another database, a sqlite target that is not fresh); never for a posture
  * that cannot read back (that is `ok: false`).
+ *
+ * With `advise` (a dry run, a verify: nothing is written) the refusals that depend only on where
+ * an apply would write (outside the restore roots, a sqlite target that is not fresh, a failed
+ * `targetChecks` entry) become `advisories` instead; the plan is still computed over the same
+ * target identity, so its hash is the one an apply to that target would recompute. A target with
+ * an advisory is never touched (no existence checks, no link checks, no database opened).
  */
 export async function computePlan(
   options: PlanOptions,
   verify: boolean,
   checkTargets: boolean,
+  advise = false,
 ): Promise<ComputedPlan> {
   const request = options.request;
+  // `options.runId`: the run whose archive holds the records, when the engine resolved the
+  // requested run to another (an unchanged run); the plan still echoes the requested one.
   const runId = options.runId ?? request.runId;
   const now = (options.now ?? (() => new Date()))();
-  const plan = emptyPlan(runId, now, request.onExisting);
+  const plan = emptyPlan(request.runId, now, request.onExisting);
   plan.isLatest = options.isLatest === true;
   const { id: destinationId, store } = chooseStore(options, request.destinationId);
 
@@ -204,6 +214,12 @@ export async function computePlan(
   plan.job = doc.job;
   const sourceType = doc.source.type;
 
+  plan.archiveRunId = doc.runId;
+  const advisories = plan.advisories;
+  const refuse = (e: RestoreError) => {
+    if (!advise) throw e;
+    advisories.push({ code: e.code, message: e.message });
+  };
   const resolved = await resolveTarget({
     job: doc.job,
     sourceType,
@@ -211,8 +227,15 @@ export async function computePlan(
     override: request.target,
     resolver: options.targetResolver,
     restoreRoots: options.restoreRoots,
+    ...(advise ? { onRefused: refuse } : {}),
   });
   plan.target = resolved.target;
+  for (const check of options.targetChecks ?? []) {
+    const refusal = await check(resolved);
+    if (refusal !== null) refuse(new RestoreError(refusal.code, refusal.message));
+  }
+  // An apply to this target would be refused: leave it alone (a dry run is open to every role).
+  const touchTarget = advisories.length === 0;
 
   let entries: IndexEntry[];
   try {
@@ -325,10 +348,11 @@ export async function computePlan(
 
   // Names that cannot be written into this target are never planned.
   const fits: IndexEntry[] = [];
-  const linkCheck = resolved.config.type === 'files' ? symlinkChecker(resolved.config.root) : null;
+  const linkCheck =
+    resolved.config.type === 'files' && touchTarget ? symlinkChecker(resolved.config.root) : null;
   for (const e of selected) {
     let why: string | null = null;
-    if (resolved.config.type === 'files') why = unsafeFileName(e.name) ?? (await linkCheck!(e.name));
+    if (resolved.config.type === 'files') why = unsafeFileName(e.name) ?? (await linkCheck?.(e.name)) ?? null;
     else if (resolved.config.type === 'redis' && !redisNameFits(e.name, resolved.config.prefix ?? ''))
       why = 'key outside the target key prefix';
     if (why === null) fits.push(e);
@@ -364,21 +388,31 @@ export async function computePlan(
   };
   try {
     // Resuming an interrupted apply: the database holds what the earlier attempt wrote.
-    if (resolved.config.type === 'sqlite' && selected.length > 0 && options.resuming !== true) {
+    if (
+      resolved.config.type === 'sqlite' &&
+      selected.length > 0 &&
+      options.resuming !== true &&
+      touchTarget
+    ) {
       let used: boolean;
       try {
         used = await open().exists(SQLITE_SCHEMA_RECORD);
       } catch (e) {
-        throw new RestoreError(
-          'ERR_RESTORE_TARGET_NOT_FRESH',
-          'the target database cannot be opened as a fresh SQLite file',
-          { cause: e },
+        used = false;
+        refuse(
+          new RestoreError(
+            'ERR_RESTORE_TARGET_NOT_FRESH',
+            'the target database cannot be opened as a fresh SQLite file',
+            { cause: e },
+          ),
         );
       }
       if (used)
-        throw new RestoreError(
-          'ERR_RESTORE_TARGET_NOT_FRESH',
-          'the target database already has tables: a sqlite restore writes into a fresh database file',
+        refuse(
+          new RestoreError(
+            'ERR_RESTORE_TARGET_NOT_FRESH',
+            'the target database already has tables: a sqlite restore writes into a fresh database file',
+          ),
         );
     }
 
@@ -406,7 +440,7 @@ export async function computePlan(
     }));
 
     let overwriteCheck: OverwriteCheck | null = null;
-    if (checkTargets && resolved.config.type !== 'sqlite') {
+    if (checkTargets && touchTarget && resolved.config.type !== 'sqlite') {
       const limit = options.overwriteCheckLimit ?? OVERWRITE_CHECK_LIMIT;
       const checked = selected.slice(0, limit);
       const results: Array<boolean | null> = new Array(checked.length).fill(null);
@@ -488,11 +522,13 @@ export async function computePlan(
  * every planned record; writes nothing. Returns `ok: false` with a reason (never throws) when the
  * run cannot be read back: no operational key, run not found, a manifest, index or record that
  * fails its checks. Throws RestoreError for request-class faults: ERR_RESTORE_UNKNOWN_DESTINATION,
- * ERR_RESTORE_UNKNOWN_TARGET, ERR_RESTORE_TARGET_MISMATCH, ERR_RESTORE_OUTSIDE_ROOTS,
- * ERR_RESTORE_INVALID_REQUEST, ERR_RESTORE_TABLES_NOT_FOUND, ERR_RESTORE_TARGET_NOT_FRESH.
+ * ERR_RESTORE_UNKNOWN_TARGET, ERR_RESTORE_TARGET_MISMATCH, ERR_RESTORE_INVALID_REQUEST,
+ * ERR_RESTORE_TABLES_NOT_FOUND. Where an apply would be refused because of its target (outside the
+ * restore roots, a sqlite target that is not fresh, a `targetChecks` refusal) the plan is still
+ * returned, with the refusal in `advisories`.
  */
 export async function planRestore(options: PlanOptions): Promise<RestorePlan> {
-  return (await computePlan(options, true, true)).plan;
+  return (await computePlan(options, true, true, true)).plan;
 }
 
 /**

@@ -91,7 +91,7 @@ function s3Endpoint(endpoint: unknown): string {
  * Resolves the target of a plan: binding (override or the run's), the engine's configuration for
  * it, the override's namespace / bucket, type check and confinement. Throws RestoreError
  * ERR_RESTORE_UNKNOWN_TARGET, ERR_RESTORE_TARGET_MISMATCH, ERR_RESTORE_INVALID_REQUEST (an
- * override that does not fit the type) and ERR_RESTORE_OUTSIDE_ROOTS.
+ * override that does not fit the type) and ERR_RESTORE_OUTSIDE_ROOTS (unless `onRefused` is given).
  */
 export async function resolveTarget(options: {
   job: string;
@@ -100,8 +100,22 @@ export async function resolveTarget(options: {
   override: RestoreTargetOverride | undefined;
   resolver: TargetResolver;
   restoreRoots: string[];
+  /**
+   * Given: a target outside the restore roots is reported here instead of thrown (a dry run), and
+   * resolved lexically (links are not followed outside the roots) so the plan keeps an identity.
+   */
+  onRefused?: (e: RestoreError) => void;
 }): Promise<ResolvedTarget> {
   const { override, sourceType } = options;
+  const confined = async (path: string, kind: 'directory' | 'file') => {
+    try {
+      return await confine(path, options.restoreRoots, kind);
+    } catch (e) {
+      if (options.onRefused === undefined || !(e instanceof RestoreError)) throw e;
+      options.onRefused(e);
+      return resolve(path);
+    }
+  };
   const binding = override?.binding ?? options.sourceBinding;
   let base: SourceConfig | null;
   try {
@@ -126,7 +140,7 @@ export async function resolveTarget(options: {
   }
   switch (base.type) {
     case 'files': {
-      const root = await confine(ns ?? base.root, options.restoreRoots, 'directory');
+      const root = await confined(ns ?? base.root, 'directory');
       const config = { ...base, root, binding };
       return {
         config,
@@ -135,7 +149,7 @@ export async function resolveTarget(options: {
       };
     }
     case 'sqlite': {
-      const path = await confine(ns ?? base.path, options.restoreRoots, 'file');
+      const path = await confined(ns ?? base.path, 'file');
       const config = { ...base, path, binding };
       return {
         config,

@@ -5,6 +5,8 @@
  */
 import type { ObjectStore } from '@coffer/objectstore';
 import type { SourceConfig } from '@coffer/sources';
+import type { RestoreErrorCode } from './errors.ts';
+import type { ResolvedTarget } from './target.ts';
 
 /** `onExisting`: replace what is there (default) or keep it. */
 export type OnExisting = 'overwrite' | 'skip';
@@ -105,6 +107,27 @@ export interface PlanTarget {
   description: string;
 }
 
+/**
+ * A reason an apply of this plan would be refused, reported by a dry run (or verify) instead of an
+ * error status: `code` is the error code the apply answers with, `message` its sentence.
+ */
+export interface PlanAdvisory {
+  code: string;
+  message: string;
+}
+
+/**
+ * One more condition on where an apply writes (for example a connection that does not allow
+ * restores): null when allowed, else the refusal. An apply throws it as a RestoreError; a dry run
+ * reports it in `advisories` and leaves the target untouched.
+ */
+export type TargetCheck = (
+  target: ResolvedTarget,
+) =>
+  | Promise<{ code: RestoreErrorCode; message: string } | null>
+  | { code: RestoreErrorCode; message: string }
+  | null;
+
 /** The dry-run reply (`RestorePlan`). */
 export interface RestorePlan {
   ok: boolean;
@@ -113,6 +136,11 @@ export interface RestorePlan {
   /** `record-not-found` when `recordName` matched nothing (an empty plan, `ok` true). */
   result?: 'record-not-found';
   runId: string;
+  /**
+   * The run whose archive holds the records: `runId` itself, or, for a run recorded `ok` with
+   * `unchangedFrom` (skipUnchanged), the run the chain leads to. Absent when the run was not found.
+   */
+  archiveRunId?: string;
   job: string | null;
   mode: 'dry-run';
   recordsVerified: number;
@@ -132,6 +160,8 @@ export interface RestorePlan {
   onExisting: OnExisting;
   /** `sha384:<hex>` over the plan document (docs/restore.md), or null when `ok` is false. */
   planHash: string | null;
+  /** Why an apply of this plan would be refused (empty: nothing known against it). */
+  advisories: PlanAdvisory[];
 }
 
 /**
@@ -154,6 +184,10 @@ export interface StoreChoice {
 }
 
 export interface PlanOptions extends StoreChoice {
+  /**
+   * The run whose archive is read, when it is not `request.runId` itself (a run recorded with
+   * `unchangedFrom` has no archive of its own); the plan's `runId` still echoes the request.
+   */
   runId?: string;
   /** The run's job when known (else looked up under every job). */
   job?: string;
@@ -176,6 +210,8 @@ export interface PlanOptions extends StoreChoice {
   now?: () => Date;
   /** Most existence checks for `overwriteCheck` (default 1000). */
   overwriteCheckLimit?: number;
+  /** Further conditions on the resolved target, after the restore-roots confinement. */
+  targetChecks?: TargetCheck[];
 }
 
 /** Progress of an apply (reported at each batch boundary and at the end of each phase). */

@@ -80,7 +80,11 @@ t.test('a marker secret never appears in messages, plans, receipts, evidence or 
   const req = (b: Record<string, unknown>) => validateRestoreRequest({ runId: 'run-1', ...b });
   await capture(planRestore({ ...base0, request: req({ target: { namespaceId: join(roots, 'o') } }) }));
   await capture(planRestore({ ...base0, request: req({ target: { binding: 'kv' } }) }));
-  await capture(planRestore({ ...base0, request: req({ target: { namespaceId: `/tmp/${MARKER}` } }) }));
+  // The refusal of a target outside the roots (an apply's: a dry run answers the plan, whose
+  // `target` is the path the caller gave) never echoes the path.
+  await capture(
+    applyRestore({ ...base0, request: req({ confirm: true, target: { namespaceId: `/tmp/${MARKER}` } }) }),
+  );
   await capture(planRestore({ ...base0, request: req({ d1Tables: { database: 'x', tables: [MARKER] } }) }));
   await capture(
     planRestore({

@@ -217,28 +217,33 @@ t.test('posture that cannot read back is ok:false, never a throw', async (t) => 
 
 t.test('filesystem targets are confined to the restore roots', async (t) => {
   const outside = tempDir(t, 'restore-outside-');
-  await t.rejects(planRestore(opts({ target: { namespaceId: outside } })), {
-    code: 'ERR_RESTORE_OUTSIDE_ROOTS',
-    status: 400,
-  });
-  await t.rejects(
-    planRestore(opts({})),
-    { code: 'ERR_RESTORE_OUTSIDE_ROOTS' },
-    'the source itself is outside the roots',
-  );
+  // The apply is refused; the dry run answers the plan with the refusal as an advisory.
+  const refusedApply = async (body: Record<string, unknown>, extra: Partial<ApplyOptions> = {}) => {
+    await t.rejects(applyRestore(opts({ ...body, confirm: true }, extra)), {
+      code: 'ERR_RESTORE_OUTSIDE_ROOTS',
+      status: 400,
+    });
+    const plan = await planRestore(opts(body, extra));
+    t.equal(plan.ok, true);
+    t.equal(plan.advisories.length, 1, JSON.stringify(body));
+    t.equal(plan.advisories[0]?.code, 'ERR_RESTORE_OUTSIDE_ROOTS');
+    t.equal(plan.overwriteCheck, null, 'a refused target is not looked at');
+    t.match(plan.planHash, /^sha384:/);
+    return plan;
+  };
+  await refusedApply({ target: { namespaceId: outside } });
+  const own = await refusedApply({});
+  t.equal(own.target?.namespace, src, 'the source itself is outside the roots');
   const link = join(roots, `link-${n++}`);
   symlinkSync(outside, link);
-  await t.rejects(
-    planRestore(opts({ target: { namespaceId: join(link, 'x') } })),
-    { code: 'ERR_RESTORE_OUTSIDE_ROOTS' },
-    'through a link',
-  );
-  await t.rejects(planRestore(opts({ target: { namespaceId: join(roots, '..', 'x') } })), {
-    code: 'ERR_RESTORE_OUTSIDE_ROOTS',
-  });
-  await t.rejects(planRestore(opts({ target: { namespaceId: roots } }, { restoreRoots: [] })), {
-    code: 'ERR_RESTORE_OUTSIDE_ROOTS',
-  });
+  await refusedApply({ target: { namespaceId: join(link, 'x') } });
+  await refusedApply({ target: { namespaceId: join(roots, '..', 'x') } });
+  const noRoots = await refusedApply({ target: { namespaceId: roots } }, { restoreRoots: [] });
+  t.match(noRoots.advisories[0]?.message, /no restore roots are configured/);
+  // The same target inside the roots hashes the same: the advisory is not part of the plan.
+  const inside = await planRestore(opts({ target: { namespaceId: roots } }));
+  t.same(inside.advisories, []);
+  t.equal(inside.planHash, noRoots.planHash, 'the plan hash does not depend on the advisory');
   await t.rejects(planRestore(opts({ target: { binding: 'nope' } })), { code: 'ERR_RESTORE_UNKNOWN_TARGET' });
   await t.rejects(planRestore(opts({ target: { namespaceId: roots, bucketName: 'b' } })), {
     code: 'ERR_RESTORE_INVALID_REQUEST',

@@ -89,15 +89,19 @@ t.test('whole database: schema and rows restored into a fresh file', async (t) =
   t.equal(db.pragma('user_version', { simple: true }), 7);
   t.same(db.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'orders'").get(), { seq: 120 });
   db.close();
-  await t.rejects(planRestore(opts({ target: { namespaceId: target } })), {
+  await t.rejects(applyRestore(opts({ target: { namespaceId: target }, confirm: true })), {
     code: 'ERR_RESTORE_TARGET_NOT_FRESH',
     status: 409,
   });
+  const used = await planRestore(opts({ target: { namespaceId: target } }));
+  t.match(used.advisories, [{ code: 'ERR_RESTORE_TARGET_NOT_FRESH', message: /already has tables/ }]);
   await t.rejects(
-    planRestore(opts({})),
+    applyRestore(opts({ confirm: true })),
     { code: 'ERR_RESTORE_OUTSIDE_ROOTS' },
     'the live database is not a restore target',
   );
+  const live = await planRestore(opts({}));
+  t.match(live.advisories, [{ code: 'ERR_RESTORE_OUTSIDE_ROOTS' }], 'the dry run says so');
 });
 
 t.test('d1Tables createOnly: only the named tables, with dependency warnings', async (t) => {

@@ -41,6 +41,7 @@ import type { RedisConnection, S3Connection } from '../connections/config.ts';
 import { redisConnectorUrl, s3ConnectorSettings } from '../connections/resolve.ts';
 import { DRILL_EVIDENCE_PREFIX } from '../routes/restore/context.ts';
 import { acquirePin, pinId, releasePin } from '../runs/pins.ts';
+import { archiveRunOf } from '../runs/unchanged.ts';
 
 export const DRILL_LEASE = 'drill.session';
 export const DRILL_SESSION_SETTING = 'drill.session';
@@ -162,6 +163,8 @@ export class DrillService {
     if (!run || run.jobId !== job.id) return { kind: 'not-found', what: 'run' };
     const key = keys.operational?.secretKey;
     if (!key) return { kind: 'no-key' };
+    // An unchanged run (skipUnchanged) has no archive of its own: drill the one that holds its data.
+    const archiveRunId = await archiveRunOf(state.runs, run);
     const lease = await state.leases.acquire(DRILL_LEASE, this.holder, this.leaseMs);
     const mine = this.current as DrillSession | null; // set meanwhile by a concurrent start
     if (!lease || mine) {
@@ -183,7 +186,7 @@ export class DrillService {
       holder: this.holder,
     };
     // Retention keeps the drilled run until the drill ends (released in `done`).
-    const pin = { id: pinId.drill(session.sessionId), purpose: 'drill' as const, job: job.id, runId: run.id };
+    const pin = { id: pinId.drill(session.sessionId), purpose: 'drill' as const, job: job.id, runId: archiveRunId };
     await acquirePin(state.settings, pin).catch(async (e) => {
       await state.leases.release(DRILL_LEASE, this.holder).catch(() => undefined);
       throw e;
@@ -217,6 +220,7 @@ export class DrillService {
           store,
           job: job.id,
           runId: run.id,
+          archiveRunId,
           operationalSecretKey: key,
           signerPublicKey: keys.signer.publicKey,
           trigger: options.trigger,
@@ -238,6 +242,7 @@ export class DrillService {
           detail: {
             drillId: ev.id,
             runId: ev.runId,
+            ...(ev.archiveRunId === ev.runId ? {} : { archiveRunId: ev.archiveRunId }),
             trigger: ev.trigger,
             verdict: ev.verdict,
             records: ev.records,

@@ -69,6 +69,30 @@ export function archiveOf(run: RunRecord): string {
   return typeof v === 'string' ? v : run.id;
 }
 
+/** Most `unchangedFrom` links followed (the engine records one, to a sealing run; older data may chain). */
+const CHAIN_MAX = 64;
+
+/**
+ * The id of the run whose archive holds `run`'s data: `run.id` for a run that sealed its own,
+ * else its `unchangedFrom`, followed while the run it names is itself recorded unchanged (a run
+ * no longer in the history ring ends the walk: its archive is what the link names). A loop ends
+ * the walk at the first repeated id.
+ */
+export async function archiveRunOf(
+  runs: { get(id: string): Promise<RunRecord | null> },
+  run: RunRecord,
+): Promise<string> {
+  let id = archiveOf(run);
+  const seen = new Set([run.id]);
+  for (let hops = 0; hops < CHAIN_MAX && !seen.has(id); hops++) {
+    seen.add(id);
+    const next = await runs.get(id);
+    if (next === null || archiveOf(next) === next.id) break;
+    id = archiveOf(next);
+  }
+  return id;
+}
+
 /** Lists the whole source (no record is read) and returns its fingerprint; null when aborted. */
 export async function listingFingerprint(
   source: RunSource,

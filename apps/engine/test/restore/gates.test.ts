@@ -165,9 +165,12 @@ t.test('symbolic links: out of the roots refused, never written through inside t
   const outside = tempDir(t, 'coffer-gates-outside-');
   const linked = join(w.roots, 'linked');
   symlinkSync(outside, linked);
-  const out = await w.post('/restore', { runId, target: { namespaceId: linked } }, gina);
+  const out = await w.post('/restore', { runId, target: { namespaceId: linked }, confirm: true }, gina);
   t.equal(out.status, 400, out.text);
   t.match(out.json().error, /outside the configured restore roots/);
+  const dry = await w.post('/restore', { runId, target: { namespaceId: linked } }, gina);
+  t.equal(dry.status, 200, 'the dry run answers the plan');
+  t.match(dry.json().advisories, [{ code: 'ERR_RESTORE_OUTSIDE_ROOTS', message: /outside the configured/ }]);
 
   const dir = join(w.roots, 'with-link');
   mkdirSync(dir);

@@ -237,6 +237,7 @@ t.test('a connection without restore: true refuses the apply (the dry run still 
   const body = { runId: roRun, target: { namespaceId: '13' } };
   const plan = await w.dryRun(body);
   t.equal(plan.status, 200, plan.text);
+  t.match(plan.json().advisories, [{ code: 'ERR_RESTORE_TARGET_NOT_ALLOWED', message: /"ro-redis"/ }]);
   const before = (await partial.keysBuffer(`${P}*`)).length;
   const r = await w.post('/restore', { ...body, confirm: true, planHash: plan.json().planHash });
   t.equal(r.status, 400, r.text);

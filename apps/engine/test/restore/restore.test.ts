@@ -105,8 +105,10 @@ t.test('every 400 before anything is read', async (t) => {
     t.same(r.json(), { error });
   }
   const outside = await post('/restore', viewer, { runId, target: { namespaceId: join(root, 'elsewhere') } });
-  t.equal(outside.status, 400);
-  t.match(outside.json().error, /outside the configured restore roots/);
+  t.equal(outside.status, 200, 'a dry run is not refused for where an apply would write');
+  t.match(outside.json().advisories, [
+    { code: 'ERR_RESTORE_OUTSIDE_ROOTS', message: /outside the configured/ },
+  ]);
   const old = await post('/restore/request', await as('alice'), {
     runId,
     include: ['never-dry-run/'],
@@ -222,10 +224,12 @@ t.test('approval life-cycle with two identities', async (t) => {
   });
   t.equal(selfB.status, 403);
   t.equal(selfB.json().error, 'the approver must be a different person from the requester');
-  const rej = await post('/restore/reject', alice, {
-    planHash: (await post('/restore', bob, body3)).json().planHash,
-  });
-  t.equal(rej.status, 200);
+  const hash3 = (await post('/restore', bob, body3)).json().planHash;
+  const notHers = await post('/restore/reject', alice, { planHash: hash3 });
+  t.equal(notHers.status, 403, "alice (no restore.approve) cannot reject bob's request");
+  t.same(notHers.json(), { error: 'forbidden', required: 'restore.approve', have: 'restore-operator' });
+  const rej = await post('/restore/reject', bob, { planHash: hash3 });
+  t.equal(rej.status, 200, 'bob withdraws his own');
   t.equal(rej.json().approval.status, 'rejected');
   await post('/restore/approval-policy', bearer(), { enabled: false });
 });

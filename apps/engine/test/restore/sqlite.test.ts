@@ -138,8 +138,13 @@ t.test('dry run, apply into a fresh database file, schema and rows equal', async
 
   // The target is no longer fresh: the same restore is refused before anything is written.
   const again = await w.dryRun(body);
-  t.equal(again.status, 409, again.text);
-  t.match(again.json().error, /fresh|empty|tables/i);
+  t.equal(again.status, 200, `the dry run says so in an advisory: ${again.text}`);
+  t.match(again.json().advisories, [
+    { code: 'ERR_RESTORE_TARGET_NOT_FRESH', message: /fresh|empty|tables/i },
+  ]);
+  const refused = await w.post('/restore', { ...body, confirm: true });
+  t.equal(refused.status, 409, refused.text);
+  t.match(refused.json().error, /fresh|empty|tables/i);
 });
 
 t.test('d1Tables subset: case-insensitive names, createOnly, dependency warning', async (t) => {
@@ -215,11 +220,6 @@ t.test('refusals of a sqlite restore', async (t) => {
       400,
       /does not name this run's database/,
     ],
-    [
-      { runId, target: { namespaceId: join(srcDir, 'elsewhere.db') } },
-      400,
-      /outside the configured restore roots/,
-    ],
     [{ runId, target: { bucketName: 'b' } }, 400, /.+/],
     [
       { runId, d1Tables: { database: 'shop', tables: [''] } },
@@ -248,9 +248,14 @@ t.test('refusals of a sqlite restore', async (t) => {
     t.match(r.json().error, error);
   }
   // Without a target override the run's own database would be written: it is outside the roots.
-  const own = await w.dryRun({ runId });
-  t.equal(own.status, 400, own.text);
-  t.match(own.json().error, /outside the configured restore roots/);
+  for (const body of [{ runId }, { runId, target: { namespaceId: join(srcDir, 'elsewhere.db') } }]) {
+    const dry = await w.dryRun(body);
+    t.equal(dry.status, 200, `a dry run answers the plan: ${dry.text}`);
+    t.match(dry.json().advisories, [{ code: 'ERR_RESTORE_OUTSIDE_ROOTS' }]);
+    const apply = await w.post('/restore', { ...body, confirm: true });
+    t.equal(apply.status, 400, 'the apply is refused');
+    t.match(apply.json().error, /outside the configured restore roots/);
+  }
   t.equal(existsSync(join(w.roots, 'n.db')), false, 'nothing created by a refusal');
 });
 

@@ -11,6 +11,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ConnectionsConfig } from '../../connections/config.ts';
 import { restoreTargetRefusal } from '../../connections/resolve.ts';
 import { type JobSource, jobSourceConfig } from '../../runs/source-config.ts';
+import { archiveRunOf } from '../../runs/unchanged.ts';
 
 /** Settings keys of the restore approval policy. */
 export const APPROVAL_ENABLED_KEY = 'restore.approval.enabled';
@@ -69,7 +70,10 @@ export async function restoreTargetAllowed(
   );
 }
 
-/** The plan options of a request, with the engine's stores, keys, roots and run facts. */
+/**
+ * The plan options of a request, with the engine's stores, keys, roots and run facts. A run
+ * recorded `ok` with `unchangedFrom` is read from the archive that holds its data (`runId`).
+ */
 export async function planOptionsFor(
   app: FastifyInstance,
   request: PlanOptions['request'],
@@ -81,12 +85,19 @@ export async function planOptionsFor(
   return {
     stores: Object.fromEntries(destinations),
     defaultDestinationId: 'default',
-    ...(run ? { job: run.jobId } : {}),
+    ...(run ? { job: run.jobId, runId: await archiveRunOf(state.runs, run) } : {}),
     operationalSecretKey: keys.operational?.secretKey ?? null,
     signerPublicKey: keys.signer.publicKey,
     request,
     targetResolver: jobResolver(app),
     restoreRoots: config.restoreRoots,
+    // The redis/s3 allow-list: an advisory in a dry run or verify, a refusal of a request or apply.
+    targetChecks: [
+      async (t) => {
+        const refused = await restoreTargetAllowed(app, t.target.binding, request);
+        return refused === null ? null : { code: 'ERR_RESTORE_TARGET_NOT_ALLOWED', message: refused };
+      },
+    ],
     isLatest,
     now: app.engine.restoreClock,
   };

@@ -11,6 +11,9 @@
  * (3) and (4) phase one (verify everything, write nothing) and phase two (re-verify each record
  *     right before its write) in the background; the reply is 202 with an apply id to poll.
  *
+ * Dry runs and verifies (open to every role, and each reads every record in scope) run within the
+ * engine's concurrency limits (read-slots.ts): per engine and per caller, else 429.
+ *
  * Security-relevant behaviour: request bodies are checked by `validateRestoreRequest` before any
  * read (exact 400 messages); replies and audit events carry plan hashes, counts and reasons, never
  * tokens, keys or record bytes; the bare admin token (no subject) can neither request nor approve.
@@ -37,14 +40,15 @@ import {
 } from '@coffer/restore';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
+import { callerKey } from '../../plugins/rate-limit.ts';
 import { acquirePin, pinId, releasePin } from '../../runs/pins.ts';
+import { archiveRunOf } from '../../runs/unchanged.ts';
 import { type ApplyRow, ApplyTracker, applyView } from './applies.ts';
 import {
   APPROVAL_ENABLED_KEY,
   APPROVAL_MIN_DELAY_KEY,
   approvalPolicy,
   planOptionsFor,
-  restoreTargetAllowed,
 } from './context.ts';
 
 const PlanHashBody = Type.Object(
@@ -130,7 +134,21 @@ export default async function restoreRoutes(app: FastifyInstance): Promise<void>
     approval: Awaited<ReturnType<typeof checkRestoreApproval>> | null;
   } | null> {
     const policy = await approvalPolicy(app);
-    const plan = await planFromIndex(options);
+    let plan: Awaited<ReturnType<typeof planFromIndex>>;
+    try {
+      plan = await planFromIndex(options);
+    } catch (e) {
+      // The redis/s3 allow-list (context.ts `targetChecks`) refuses where an apply would write.
+      if (!isRestoreError(e) || e.code !== 'ERR_RESTORE_TARGET_NOT_ALLOWED') throw e;
+      await app.audit.forRequest(request, {
+        action: 'restore-apply-denied',
+        outcome: 'refused',
+        target: (await app.engine.state.runs.get(options.request.runId))?.jobId ?? null,
+        detail: { reason: 'target-not-allowed' },
+      });
+      sendRestoreError(reply, e);
+      return null;
+    }
     if (!plan.ok) {
       reply.code(409).send({ error: `restore cannot be applied: ${plan.reason}` });
       return null;
@@ -140,20 +158,6 @@ export default async function restoreRoutes(app: FastifyInstance): Promise<void>
         error: 'the restore plan changed since it was reviewed: run the dry run again',
         planHash: plan.planHash,
       });
-      return null;
-    }
-    // The redis/s3 allow-list (context.ts): checked at apply time, never at a dry run.
-    const refused = plan.target
-      ? await restoreTargetAllowed(app, plan.target.binding, options.request)
-      : null;
-    if (refused !== null) {
-      await app.audit.forRequest(request, {
-        action: 'restore-apply-denied',
-        outcome: 'refused',
-        target: plan.job,
-        detail: { reason: 'target-not-allowed', planHash: plan.planHash },
-      });
-      sendRestoreError(reply, new RestoreError('ERR_RESTORE_TARGET_NOT_ALLOWED', refused));
       return null;
     }
     if (!policy.enabled) return { plan, approval: null };
@@ -193,12 +197,13 @@ export default async function restoreRoutes(app: FastifyInstance): Promise<void>
     async (request, reply) => {
       try {
         const req = validateRestoreRequest(request.body);
+        if (!req.confirm)
+          return await app.engine.restoreReads.run(callerKey(request), reply, async () => {
+            const plan = await planRestore(await planOptionsFor(app, req));
+            await recordDryRun(state.settings, plan);
+            return plan;
+          });
         const options = await planOptionsFor(app, req);
-        if (!req.confirm) {
-          const plan = await planRestore(options);
-          await recordDryRun(state.settings, plan);
-          return plan;
-        }
         // (2) approval, against the plan recomputed from the index.
         const gated = await gateApply(request, reply, options, req.planHash);
         if (!gated) return reply;
@@ -440,8 +445,9 @@ export default async function restoreRoutes(app: FastifyInstance): Promise<void>
   app.post<{ Body: { planHash: string; reason?: string } }>(
     '/restore/reject',
     {
-      // Either capability may reject (an approver) or withdraw (the requester); gated, like every
-      // mutating POST, before the rate limiter.
+      // Either capability may reach the route: an approver rejects any request, a holder of
+      // restore.request only withdraws their own (checked against the stored requester's stable
+      // subject in the handler). Gated, like every mutating POST, before the rate limiter.
       onRequest: [rejectCapability, app.rateLimitCaller],
       schema: {
         summary: 'Reject (or withdraw) a pending restore request',
@@ -451,12 +457,14 @@ export default async function restoreRoutes(app: FastifyInstance): Promise<void>
       },
     },
     async (request, reply) => {
+      const approver = request.caller ? can(request.caller.authz, 'restore.approve') : false;
       try {
         const a = await rejectRestore({
           approvals: state.approvals,
           planHash: request.body.planHash,
           by: actor(request),
           now: app.engine.restoreClock,
+          mayRejectOthers: approver,
           ...(request.body.reason === undefined ? {} : { reason: request.body.reason }),
         });
         await releasePin(state.settings, pinId.approval(a.id));
@@ -468,6 +476,15 @@ export default async function restoreRoutes(app: FastifyInstance): Promise<void>
         });
         return { ok: true, approval: a };
       } catch (e) {
+        if (isRestoreError(e, 'ERR_RESTORE_NOT_REQUESTER') && request.caller) {
+          await app.audit.forRequest(request, {
+            action: 'restore-reject',
+            outcome: 'refused',
+            target: null,
+            detail: { reason: 'not-requester', required: 'restore.approve', planHash: request.body.planHash },
+          });
+          return reply.code(403).send(forbiddenBody('restore.approve', request.caller.authz));
+        }
         return sendRestoreError(reply, e);
       }
     },
@@ -540,7 +557,9 @@ export default async function restoreRoutes(app: FastifyInstance): Promise<void>
     async (request, reply) => {
       try {
         const req = validateRestoreRequest(request.body);
-        return await verifyRestore(await planOptionsFor(app, req));
+        return await app.engine.restoreReads.run(callerKey(request), reply, async () =>
+          verifyRestore(await planOptionsFor(app, req)),
+        );
       } catch (e) {
         return sendRestoreError(reply, e);
       }
@@ -566,11 +585,13 @@ export default async function restoreRoutes(app: FastifyInstance): Promise<void>
         const store = app.engine.destinations.get(req.destinationId ?? 'default');
         if (!store) return reply.code(400).send({ error: 'destinationId names no configured destination' });
         const latest = opts.job ? await state.runs.latestOk(opts.job) : null;
+        // Unchanged runs have no archive of their own: attest (and compare with) the archives
+        // that hold their data.
         return await attestRun(store, {
-          runId: req.runId,
+          runId: opts.runId ?? req.runId,
           ...(opts.job ? { job: opts.job } : {}),
           signerPublicKey: app.engine.keys.signer.publicKey,
-          ...(latest ? { expectedLatest: { runId: latest.id } } : {}),
+          ...(latest ? { expectedLatest: { runId: await archiveRunOf(state.runs, latest) } } : {}),
         });
       } catch (e) {
         return sendRestoreError(reply, e);

@@ -1,0 +1,66 @@
+/**
+ * Concurrency limits of the restore reads that every role may start: a dry run and a verify read
+ * and hash every record in scope, so a viewer looping them could take the CPU and the store's
+ * bandwidth from scheduled backups. At most `perEngine` run at once in this process and at most
+ * `perCaller` per caller (`ENGINE_RESTORE_READS_PER_ENGINE` / `_PER_CALLER`, docs/configuration.md).
+ * A read over either limit is refused at once with the specification's 429 (problem+json `rate
+ * limited` with `Retry-After` and the advisory RateLimit headers), never queued: a queue would
+ * still let one caller hold the engine's slots for as long as it keeps asking.
+ */
+import type { FastifyReply } from 'fastify';
+import { sendRateLimited } from '../../plugins/replies.ts';
+
+export const READS_POLICY = 'restore-reads';
+
+export class ReadSlots {
+  readonly perEngine: number;
+  readonly perCaller: number;
+  private inFlight = 0;
+  private readonly byCaller = new Map<string, number>();
+
+  constructor(limits: { perEngine: number; perCaller: number }) {
+    this.perEngine = limits.perEngine;
+    this.perCaller = limits.perCaller;
+  }
+
+  /** Reads running now (all callers). */
+  get active(): number {
+    return this.inFlight;
+  }
+
+  /** Takes a slot for `caller`; returns its release (idempotent), or null when a limit is reached. */
+  acquire(caller: string): (() => void) | null {
+    const mine = this.byCaller.get(caller) ?? 0;
+    if (this.inFlight >= this.perEngine || mine >= this.perCaller) return null;
+    this.inFlight++;
+    this.byCaller.set(caller, mine + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.inFlight--;
+      const left = (this.byCaller.get(caller) ?? 1) - 1;
+      if (left <= 0) this.byCaller.delete(caller);
+      else this.byCaller.set(caller, left);
+    };
+  }
+
+  /**
+   * Runs `work` in a slot of `caller`, or answers 429 and returns the reply. The quota in the
+   * advisory headers is the per-caller one (what a caller can do about it).
+   */
+  async run<T>(caller: string, reply: FastifyReply, work: () => Promise<T>): Promise<T | FastifyReply> {
+    const release = this.acquire(caller);
+    if (release === null) {
+      reply.header('retry-after', '1');
+      reply.header('ratelimit-policy', `"${READS_POLICY}";q=${this.perCaller}`);
+      reply.header('ratelimit', `"${READS_POLICY}";r=0;t=1`);
+      return sendRateLimited(reply);
+    }
+    try {
+      return await work();
+    } finally {
+      release();
+    }
+  }
+}
