@@ -186,7 +186,12 @@ export class DrillService {
       holder: this.holder,
     };
     // Retention keeps the drilled run until the drill ends (released in `done`).
-    const pin = { id: pinId.drill(session.sessionId), purpose: 'drill' as const, job: job.id, runId: archiveRunId };
+    const pin = {
+      id: pinId.drill(session.sessionId),
+      purpose: 'drill' as const,
+      job: job.id,
+      runId: archiveRunId,
+    };
     await acquirePin(state.settings, pin).catch(async (e) => {
       await state.leases.release(DRILL_LEASE, this.holder).catch(() => undefined);
       throw e;

@@ -44,12 +44,7 @@ import { callerKey } from '../../plugins/rate-limit.ts';
 import { acquirePin, pinId, releasePin } from '../../runs/pins.ts';
 import { archiveRunOf } from '../../runs/unchanged.ts';
 import { type ApplyRow, ApplyTracker, applyView } from './applies.ts';
-import {
-  APPROVAL_ENABLED_KEY,
-  APPROVAL_MIN_DELAY_KEY,
-  approvalPolicy,
-  planOptionsFor,
-} from './context.ts';
+import { APPROVAL_ENABLED_KEY, APPROVAL_MIN_DELAY_KEY, approvalPolicy, planOptionsFor } from './context.ts';
 
 const PlanHashBody = Type.Object(
   {
