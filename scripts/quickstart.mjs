@@ -145,7 +145,7 @@ Next steps:
   node apps/recover/dist/cli.js verify --from ${dataDir}/destination --run <runId> --key ${keyFile} \\
        --pin-signer <sha384:... the engine's signer>
   curl ${auth} -H 'content-type: application/json' \\
-       -d '{"id":"home","cadenceSeconds":86400,"source":{"type":"files","path":"${given.HOME ?? '/home/you'}"}}' \\
+       -d '{"id":"documents","cadenceSeconds":86400,"source":{"type":"files","path":"${given.HOME ?? '/home/you'}/Documents"}}' \\
        ${url}/admin/jobs
 
 Ctrl-C stops the engine.`);
