@@ -20,6 +20,7 @@ export {
   isArchiveError,
   SPEC_FAILURE_REASONS,
 } from './errors.ts';
+export { MANIFEST_MAX_BYTES, SIGNATURE_MAX_BYTES } from './internal/manifest.ts';
 export { layout } from './layout.ts';
 export { listJobs, listRuns, openRun, readRunManifest } from './reader.ts';
 export { readRecoveryPointer, readRecoverySigner, writeRecoveryFiles } from './recovery.ts';

@@ -10,7 +10,7 @@
  * Algorithm, per job and for every destination of the job:
  *  1. list the job's sealed runs in the destination (manifests under `jobs/<job>/runs/`);
  *  2. read every manifest whose run is not in flight and verify it under the engine's own signer
- *     (bounded reads: a manifest or signature larger than its ceiling is a failure, not a load);
+ *     (@coffer/archive reads both with fixed ceilings: a larger object is a failure, not a load);
  *  3. order them newest first by start time (the run record's, else the signed one);
  *  4. establish the destination's latest verified ok run: the newest run, whose manifest verified,
  *     that the state store records `ok` or does not know at all (adopted: a run the store lost is
@@ -31,16 +31,11 @@
  * destination (latest verified ok run, adopted runs, kept, pruned, or the reason nothing was
  * pruned) is recorded in the setting `retention.last.<job>`.
  */
-import { ArchiveError, layout, listRuns, readRunManifest } from '@coffer/archive';
+import { layout, listRuns, readRunManifest } from '@coffer/archive';
 import type { ObjectStore } from '@coffer/objectstore';
 import type { RunRecord, State } from '@coffer/state';
 import type { RunJob, RunLogger } from './executor.ts';
 import { activePins, type RetentionPin } from './pins.ts';
-
-/** Largest manifest read (about 400,000 shards); a larger one is refused, never loaded. */
-export const MANIFEST_READ_CEILING = 64 * 1024 * 1024;
-/** Largest signature envelope read (a hybrid signature is about 7 KB). */
-export const SIGNATURE_READ_CEILING = 64 * 1024;
 
 export const RETENTION_SETTING_PREFIX = 'retention.last.';
 
@@ -98,35 +93,6 @@ export async function deleteRunObjects(store: ObjectStore, job: string, runId: s
     n++;
   }
   return n;
-}
-
-/**
- * The store as the manifest reader sees it: a whole-object read fetches at most the ceiling plus
- * one byte, so a replaced manifest of gigabytes costs one bounded range read and a failure.
- */
-function boundedReads(store: ObjectStore): ObjectStore {
-  const ceilingOf = (key: string) =>
-    key.endsWith('/manifest.sig') ? SIGNATURE_READ_CEILING : MANIFEST_READ_CEILING;
-  return new Proxy(store, {
-    get(target, prop, receiver) {
-      if (prop !== 'get') {
-        const v = Reflect.get(target, prop, receiver);
-        return typeof v === 'function' ? v.bind(target) : v;
-      }
-      return async (key: string, range?: { start: number; end?: number }, options?: object) => {
-        if (range !== undefined) return target.get(key, range, options);
-        const ceiling = ceilingOf(key);
-        const bytes = await target.get(key, { start: 0, end: ceiling }, options);
-        // An object past its ceiling cannot be a manifest this engine wrote.
-        if (bytes.length > ceiling)
-          throw new ArchiveError('ERR_ARCHIVE_MANIFEST_MALFORMED', {
-            object: key,
-            detail: `larger than ${ceiling} bytes`,
-          });
-        return bytes;
-      };
-    },
-  });
 }
 
 const codeOf = (err: unknown) => String((err as { code?: unknown }).code ?? 'ERR_UNKNOWN');
@@ -234,7 +200,6 @@ export async function pruneJob(deps: PruneDeps, job: RunJob): Promise<PruneResul
     }
 
     // Steps 2-3: every sealed run not in flight must verify under the engine's signer.
-    const bounded = boundedReads(store);
     const runs: {
       runId: string;
       time: number;
@@ -251,7 +216,7 @@ export async function pruneJob(deps: PruneDeps, job: RunJob): Promise<PruneResul
         continue;
       }
       try {
-        const m = await readRunManifest(bounded, {
+        const m = await readRunManifest(store, {
           job: job.id,
           runId: l.runId,
           signerPublicKey: deps.signerPublicKey,

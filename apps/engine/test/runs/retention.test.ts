@@ -7,12 +7,12 @@
  */
 import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { layout, listRuns, verifyRun } from '@coffer/archive';
+import { layout, listRuns, MANIFEST_MAX_BYTES, verifyRun } from '@coffer/archive';
 import { createS3Store, type ObjectStore } from '@coffer/objectstore';
 import { openState } from '@coffer/state';
 import { createTestBucket, tempDir } from '@coffer/testkit';
 import t from 'tap';
-import { MANIFEST_READ_CEILING, RETENTION_SETTING_PREFIX } from '../../src/runs/retention.ts';
+import { RETENTION_SETTING_PREFIX } from '../../src/runs/retention.ts';
 import { createRunService } from '../../src/runs/service.ts';
 import { makeWorld, type World } from './helpers/world.ts';
 
@@ -254,7 +254,7 @@ t.test('an oversized manifest is refused after a bounded read; nothing is pruned
   // Read whole, this object would fail the signature check (ERR_ARCHIVE_MANIFEST_TAMPERED); read
   // with the ceiling it is refused as malformed before anything else looks at it.
   const manifest = join(w.destDirs.default!, layout.manifest('docs', ids[1]!));
-  writeFileSync(manifest, Buffer.alloc(MANIFEST_READ_CEILING + 1, 0x20));
+  writeFileSync(manifest, Buffer.alloc(MANIFEST_MAX_BYTES + 1, 0x20));
   const [res] = await w.service.pruneAll();
   t.match(res?.destinations?.[0]?.blocked, {
     reason: 'manifest-unverified',
