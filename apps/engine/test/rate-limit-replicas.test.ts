@@ -3,52 +3,19 @@
  * processes (apps/engine/src/main.ts) on one PostgreSQL, one caller's requests split across both,
  * are refused at the same total as on one engine (the default 60 per 60 s window), not at twice it.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { postgresUrl, tempDir } from '@coffer/testkit';
 import t from 'tap';
-import { ADMIN_TOKEN, bearer, http } from './helpers/engine.ts';
+import { bearer, http, startEngineProcess } from './helpers/engine.ts';
 
-const MAIN = join(import.meta.dirname, '..', 'src', 'main.ts');
 const LIMIT = 60; // the engine's default: 60 mutating requests per caller per 60 s
-
-function startProcess(
-  t: { teardown(fn: () => Promise<void>): void },
-  env: Record<string, string>,
-): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(process.execPath, [MAIN], {
-    env: { ...process.env, ...env, HOST: '127.0.0.1', PORT: '0', ADMIN_TOKEN, ENGINE_LOG_LEVEL: 'info' },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  t.teardown(
-    () =>
-      new Promise<void>((resolve) => {
-        if (child.exitCode !== null) return resolve();
-        child.once('exit', () => resolve());
-        child.kill('SIGTERM');
-      }),
-  );
-  return new Promise((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`engine exited early (${code})`)));
-    createInterface({ input: child.stdout! }).on('line', (line) => {
-      try {
-        const l = JSON.parse(line) as { event?: string; url?: string };
-        if (l.event === 'listening' && l.url) resolve({ url: l.url, child });
-      } catch {
-        // not a log line
-      }
-    });
-  });
-}
 
 const job = (id: string) => ({ id, cadenceSeconds: 3600, source: { type: 'files', path: '/srv' } });
 
 t.test('two engines on one PostgreSQL refuse one caller at the shared total', async (t) => {
   const db = await postgresUrl();
   const [a, b] = await Promise.all([
-    startProcess(t, { ENGINE_DATA_DIR: tempDir(t, 'engine-a-'), ENGINE_DATABASE_URL: db }),
-    startProcess(t, { ENGINE_DATA_DIR: tempDir(t, 'engine-b-'), ENGINE_DATABASE_URL: db }),
+    startEngineProcess(t, { ENGINE_DATA_DIR: tempDir(t, 'engine-a-'), ENGINE_DATABASE_URL: db }),
+    startEngineProcess(t, { ENGINE_DATA_DIR: tempDir(t, 'engine-b-'), ENGINE_DATABASE_URL: db }),
   ]);
   const engines = [a, b];
   const statuses: number[] = [];

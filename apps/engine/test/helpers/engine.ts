@@ -4,12 +4,18 @@
  * over the global fetch that returns status, headers and text.
  */
 
+import { type ChildProcess, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { Writable } from 'node:stream';
 import { tempDir } from '@coffer/testkit';
 import type { FastifyInstance } from 'fastify';
 import { type BuildAppOptions, buildApp } from '../../src/app.ts';
 import { loadConfig } from '../../src/config.ts';
+
+/** The engine's entry point, for tests that start it as a process. */
+export const ENGINE_MAIN = join(import.meta.dirname, '..', '..', 'src', 'main.ts');
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
 
@@ -83,5 +89,39 @@ export function freePort(): Promise<number> {
       s.close(() => resolve(port));
     });
     s.on('error', reject);
+  });
+}
+
+/**
+ * Starts the engine as its own process (src/main.ts) on a free loopback port with `env` added to
+ * the test's environment; resolves with its URL once it logs `listening`, and stops it (SIGTERM)
+ * at the test's teardown. For tests that need two engines, or a process they can signal.
+ */
+export function startEngineProcess(
+  t: { teardown(fn: () => Promise<void>): void },
+  env: Record<string, string>,
+): Promise<{ url: string; child: ChildProcess }> {
+  const child = spawn(process.execPath, [ENGINE_MAIN], {
+    env: { ...process.env, ...env, HOST: '127.0.0.1', PORT: '0', ADMIN_TOKEN, ENGINE_LOG_LEVEL: 'info' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  t.teardown(
+    () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
+  );
+  return new Promise((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`engine exited early (${code})`)));
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      try {
+        const l = JSON.parse(line) as { event?: string; url?: string };
+        if (l.event === 'listening' && l.url) resolve({ url: l.url, child });
+      } catch {
+        // not a log line
+      }
+    });
   });
 }
