@@ -18,33 +18,31 @@
  *   with the specification's plaintext 426 (conventions.ts); no route ever runs over them.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { createFsStore, type ObjectStore, openStore } from '@coffer/objectstore';
+import { readFileSync } from 'node:fs';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import auditPlugin, { recordStartFacts } from './audit/index.ts';
 import { createAdminTokenChecker } from './auth/admin-token.ts';
 import { createPerimeterVerifier } from './auth/perimeter.ts';
 import type { EngineConfig } from './config.ts';
 import { migrateJobs } from './connections/migrate.ts';
-import type { EngineContext } from './context.ts';
-import { type DrillSchedulerOptions, installDrills } from './drills/scheduler.ts';
-import { ConfigError, EngineError } from './errors.ts';
+import type { DrillSchedulerOptions } from './drills/scheduler.ts';
 import { type EngineKeys, loadKeys } from './keys.ts';
 import authPlugin from './plugins/auth.ts';
 import capabilityPlugin from './plugins/capability.ts';
 import conventions from './plugins/conventions.ts';
+import corePlugin from './plugins/core.ts';
+import drillsPlugin from './plugins/drills.ts';
 import rateLimitPlugin, { type RateLimitOptions } from './plugins/rate-limit.ts';
 import replies from './plugins/replies.ts';
+import restoresPlugin from './plugins/restores.ts';
+import runsPlugin, { type RunsPluginOptions } from './plugins/runs.ts';
 import adminFamily from './routes/admin/index.ts';
 import demoRoutes from './routes/demo/index.ts';
 import pullRoutes from './routes/pull/index.ts';
-import { ReadSlots } from './routes/restore/read-slots.ts';
 import rootRoutes from './routes/root/index.ts';
 import scimFamily from './routes/scim/index.ts';
 import testFaultRoutes from './routes/test-fault/index.ts';
-import { createRunService, FaultRegistry, openJobSource, type RunServiceOptions } from './runs/index.ts';
-import { openEngineState, type State } from './state/index.ts';
+import type { State } from './state/index.ts';
 
 export interface BuildAppOptions {
   config: EngineConfig;
@@ -63,7 +61,7 @@ export interface BuildAppOptions {
    */
   testOnly?: { perimeterJwksUrl?: string; perimeterJwksCa?: string };
   /** Run service overrides (tests: poll interval, executor tuning); never read from the environment. */
-  runs?: Partial<Omit<RunServiceOptions, 'state' | 'keys' | 'destinations' | 'log'>>;
+  runs?: RunsPluginOptions;
   /** Restore drills and their cadence scheduler (tests: a clock, the check interval). */
   drills?: DrillSchedulerOptions;
   /** Restore planning and approvals (tests: a clock, to age a plan or an approval past its life). */
@@ -90,36 +88,6 @@ function httpsOptions(config: EngineConfig) {
   };
 }
 
-/** The embedded default destination: the local filesystem under `<data dir>/destination`. */
-function defaultDestination(config: EngineConfig) {
-  const root = join(config.dataDir, 'destination');
-  try {
-    mkdirSync(root, { recursive: true, mode: 0o700 });
-  } catch (err) {
-    throw new EngineError(
-      'ERR_ENGINE_DATA_DIR',
-      'cannot create the default destination in the data directory',
-      {
-        cause: err,
-      },
-    );
-  }
-  return createFsStore({ root });
-}
-
-/** The default destination plus ENGINE_DESTINATIONS (no credentials in any URL). */
-function destinationsOf(config: EngineConfig): Map<string, ObjectStore> {
-  const map = new Map<string, ObjectStore>([['default', defaultDestination(config)]]);
-  for (const d of config.destinations) {
-    try {
-      map.set(d.id, openStore(d.url));
-    } catch {
-      throw new ConfigError('ENGINE_DESTINATIONS', `destination ${d.id} has an unusable url`);
-    }
-  }
-  return map;
-}
-
 /** Builds the engine (not listening). Throws ConfigError / EngineError from key loading. */
 export async function buildApp(options: BuildAppOptions): Promise<FastifyInstance> {
   const { config } = options;
@@ -141,38 +109,10 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     forceCloseConnections: 'idle',
   }) as unknown as FastifyInstance;
 
-  const ownsState = options.state === undefined;
-  const state = options.state ?? (await openEngineState(config.database, config.dataDir));
-  if (ownsState) app.addHook('onClose', async () => state.close());
-
-  const context: EngineContext = {
-    config,
-    keys,
-    state,
-    adminToken: createAdminTokenChecker(config.adminToken, config.adminTokenDisabled),
-    destinations: destinationsOf(config),
-    startedAt: new Date(),
-    restoreClock: options.restore?.now ?? (() => new Date()),
-    restoreReads: new ReadSlots(config.restoreReads),
-  };
-  app.decorate('engine', context);
-  // Backup runs (src/runs): stopped before the state store closes, so in-flight runs checkpoint.
-  const runs = createRunService({
-    state,
-    keys,
-    destinations: context.destinations,
-    log: app.log,
-    dataDir: config.dataDir,
-    tickSeconds: config.tickSeconds,
-    leaseSeconds: config.runLeaseSeconds,
-    faults: config.harnessTestFaults ? new FaultRegistry() : null,
-    // Redis and s3 sources open only through the connections of ENGINE_CONNECTIONS_FILE.
-    openSource: (job) => openJobSource(job.source, job.id, config.connections),
-    ...options.runs,
-  });
-  app.decorate('runs', runs);
-  app.addHook('preClose', async () => runs.stop());
-  installDrills(app, options.drills); // restore drills: started by start.ts, stopped before close
+  // The core facts (config, keys, state, destinations), then the services, each a named plugin
+  // that owns its decoration; their stop hooks run before the state store closes.
+  await app.register(corePlugin, { config, keys, ...(options.state ? { state: options.state } : {}) });
+  await app.register(runsPlugin, options.runs ?? {});
   for (const warning of keys.warnings) app.log.warn({ keys: 'warning' }, warning);
   if (keys.missing.length > 0) {
     app.log.warn(
@@ -199,15 +139,17 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
           jwksCa: options.testOnly?.perimeterJwksCa,
         })
       : undefined,
-    adminToken: context.adminToken,
-    state,
+    adminToken: createAdminTokenChecker(config.adminToken, config.adminTokenDisabled),
+    state: app.state,
   });
   await app.register(capabilityPlugin);
-  await app.register(rateLimitPlugin, { state, ...options.rateLimit });
-  await app.register(auditPlugin, { state });
-  await recordStartFacts(app.audit, state, config, app.log);
+  await app.register(rateLimitPlugin, { state: app.state, ...options.rateLimit });
+  await app.register(auditPlugin, { state: app.state });
+  await app.register(drillsPlugin, options.drills ?? {});
+  await app.register(restoresPlugin, options.restore?.now ? { now: options.restore.now } : {});
+  await recordStartFacts(app.audit, app.state, config, app.log);
   // Before any run can start: stored inline redis/s3 sources to named connections (or flagged).
-  await migrateJobs(state, config.connections, app.log);
+  await migrateJobs(app.state, config.connections, app.log);
   await app.register(rootRoutes);
   await app.register(pullRoutes);
   if (config.harnessTestFaults) await app.register(testFaultRoutes, { prefix: '/admin/test-fault' });

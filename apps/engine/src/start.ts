@@ -16,9 +16,6 @@ export async function startEngine(
   // The scheduler starts once the engine answers: its first tick resumes interrupted runs.
   app.runs.start();
   app.drills.startScheduler(); // scheduled restore drills (the jobs' restore-test cadence)
-  app.log.info(
-    { event: 'listening', url, keysReady: app.engine.keys.ready },
-    `coffer-engine listening at ${url}`,
-  );
+  app.log.info({ event: 'listening', url, keysReady: app.keys.ready }, `coffer-engine listening at ${url}`);
   return { app, url };
 }

@@ -219,7 +219,7 @@ t.test('x-engine-caller: the route sees the router-built value, never the inboun
 t.test('admin token: a retired token is refused; an unreadable retire latch refuses it too', async (t) => {
   const retired = await startEngine(t);
   t.equal((await http(`${retired.url}/admin/whoami`, { headers: bearer() })).status, 200, 'live before');
-  await retireAdminToken(retired.app.engine.state, null);
+  await retireAdminToken(retired.app.state, null);
   const after = await http(`${retired.url}/admin/whoami`, { headers: bearer() });
   t.equal(after.status, 401, 'retired: honoured from the next request on');
   t.equal(after.text, 'unauthorised');
@@ -227,7 +227,7 @@ t.test('admin token: a retired token is refused; an unreadable retire latch refu
   const unreadable = await startEngine(t);
   t.equal((await http(`${unreadable.url}/admin/whoami`, { headers: bearer() })).status, 200, 'live before');
   // The state store goes away under the engine: the latch cannot be read, so the token is refused.
-  await unreadable.app.engine.state.close();
+  await unreadable.app.state.close();
   const closed = await http(`${unreadable.url}/admin/whoami`, { headers: bearer() });
   t.equal(closed.status, 401, 'fail closed when the retire latch cannot be read');
   t.equal(closed.text, 'unauthorised');

@@ -64,7 +64,7 @@ t.test('with ENGINE_DEMO: bare admin token only; state wiped, archives untouched
 
   // Authentication first, then the bare admin token: an owner's perimeter session is not enough.
   t.equal((await http(`${e.url}/admin/demo/reset`, { method: 'POST' })).status, 401);
-  await e.app.engine.state.roles.assign({
+  await e.app.state.roles.assign({
     subject: `${ISSUER}#owner-1`,
     role: 'owner',
     email: 'owner-1@example.com',
@@ -90,11 +90,11 @@ t.test('with ENGINE_DEMO: bare admin token only; state wiped, archives untouched
   t.equal((await post('/restore/approval-policy', { enabled: true })).status, 200);
 
   // A run still running (another replica's, say) would write into the wiped state: refused.
-  await e.app.engine.state.runs.start({ id: 'elsewhere-run', jobId: 'docs' });
+  await e.app.state.runs.start({ id: 'elsewhere-run', jobId: 'docs' });
   const busy = await post('/demo/reset');
   t.equal(busy.status, 409);
   t.match(busy.json(), { error: /running/, runs: 1 });
-  await e.app.engine.state.runs.update('elsewhere-run', {
+  await e.app.state.runs.update('elsewhere-run', {
     status: 'failed',
     finishedAt: new Date().toISOString(),
   });

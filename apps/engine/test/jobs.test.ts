@@ -190,7 +190,7 @@ t.test('capability gate, then the per-caller rate limit', async (t) => {
     'perimeter-access-jwt-assertion': await keys.sign({ sub, email: `${sub}@example.com` }),
   });
   const viewer = await as('viewer-1');
-  await app.engine.state.roles.assign({
+  await app.state.roles.assign({
     subject: `${ISSUER}#op-1`,
     role: 'operator',
     email: 'op-1@example.com',
@@ -285,7 +285,7 @@ for (const backend of ['sqlite', 'postgres'] as const)
           rateLimit: { max: 1000, windowSeconds: 60 },
         },
       );
-      await app.engine.state.roles.assign({
+      await app.state.roles.assign({
         subject: `${ISSUER}#op-2`,
         role: 'operator',
         email: 'op-2@example.com',
@@ -305,7 +305,7 @@ for (const backend of ['sqlite', 'postgres'] as const)
         writes.map(() => 200),
         `every key-absent write applied: ${writes.filter((w) => w.status !== 200).map((w) => w.text)[0] ?? ''}`,
       );
-      const job = await app.engine.state.jobs.get('docs');
+      const job = await app.state.jobs.get('docs');
       t.equal(job?.configRev, 31, 'each write made its own revision');
       // The cadence rule still holds, inside the same transaction.
       const cadence = await http(`${url}/admin/jobs`, {

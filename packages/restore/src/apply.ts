@@ -23,7 +23,7 @@ import { type IndexEntry, isArchiveError, type OpenedRun, openRun, verifyRun } f
 import { isSourceError, openSource, type SourceConnector } from '@coffer/sources';
 import { codeOf, RestoreError } from './errors.ts';
 import { type FedRecord, FileStager, feedRecords } from './internal/record-feed.ts';
-import { computePlan } from './plan.ts';
+import { type ComputedPlan, computePlan, preparedPlan } from './plan.ts';
 import type { ApplyOptions, ApplyProgress, ApplyReceipt, RecordOutcome, SkippedEntry } from './types.ts';
 
 /** The specification's in-account apply limits, used in Coffer as progress batch sizes (not caps). */
@@ -90,7 +90,8 @@ async function removeCutWrites(root: string, names: string[]): Promise<void> {
 }
 
 /**
- * Applies a restore. Recomputes the plan (index only) and refuses when it cannot be made
+ * Applies a restore. Uses `options.prepared` (a plan from `planFromIndex` for the same options)
+ * or else computes the plan (index only) and refuses when it cannot be made
  * (ERR_RESTORE_PLAN_UNAVAILABLE) or differs from `request.planHash` (ERR_RESTORE_PLAN_CHANGED);
  * then phase one (verify all, write nothing) and phase two (re-verify and write each record).
  * Returns the receipt; never throws for a record's failure (the receipt lists it). Throws the
@@ -99,7 +100,18 @@ async function removeCutWrites(root: string, names: string[]): Promise<void> {
 export async function applyRestore(options: ApplyOptions): Promise<ApplyReceipt> {
   const now = options.now ?? (() => new Date());
   const startedAt = now().toISOString();
-  const computed = await computePlan(options, false, false);
+  // A plan the caller already computed (and gated) with `planFromIndex` is written as it is.
+  let computed: ComputedPlan;
+  if (options.prepared === undefined) computed = await computePlan(options, false, false);
+  else {
+    const known = preparedPlan(options.prepared);
+    if (known === undefined)
+      throw new RestoreError(
+        'ERR_RESTORE_INTERNAL',
+        'applyRestore: `prepared` must be a plan returned by planFromIndex',
+      );
+    computed = known;
+  }
   const { plan, ctx } = computed;
   if (!plan.ok || ctx === undefined)
     throw new RestoreError(

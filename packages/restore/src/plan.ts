@@ -537,5 +537,19 @@ export async function planRestore(options: PlanOptions): Promise<RestorePlan> {
  * and the request route, where only the plan hash and counts matter. Throws as `planRestore`.
  */
 export async function planFromIndex(options: PlanOptions): Promise<RestorePlan> {
-  return (await computePlan(options, false, false)).plan;
+  const computed = await computePlan(options, false, false);
+  if (computed.ctx !== undefined) prepared.set(computed.plan, computed);
+  return computed.plan;
+}
+
+/**
+ * The computed plans behind the plans `planFromIndex` returned, so that an apply handed one of
+ * them (`ApplyOptions.prepared`) writes exactly what was gated, without computing it again.
+ * Weak: a plan no caller holds any more takes its opened run with it.
+ */
+const prepared = new WeakMap<RestorePlan, ComputedPlan>();
+
+/** The computed plan behind `plan` (from `planFromIndex`), or undefined. */
+export function preparedPlan(plan: RestorePlan): ComputedPlan | undefined {
+  return prepared.get(plan);
 }

@@ -252,6 +252,12 @@ export interface ApplyOptions extends PlanOptions {
   memoryStageBytes?: number;
   /** Verified records written concurrently in phase two (default 8; sqlite targets: always 1). */
   writeConcurrency?: number;
+  /**
+   * The plan `planFromIndex` returned for these options, already gated by the caller: the apply
+   * writes it instead of computing the plan again (a plan from anywhere else is refused with
+   * ERR_RESTORE_INTERNAL). `request.planHash`, when set, must still match it.
+   */
+  prepared?: RestorePlan;
 }
 
 export type ApplyStatus = 'succeeded' | 'completed-with-failures' | 'aborted' | 'cancelled';

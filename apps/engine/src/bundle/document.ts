@@ -14,7 +14,7 @@
  */
 import { looksSecret, REDACTED } from '@coffer/audit';
 import type { PullScope, RunRecord } from '@coffer/state';
-import type { EngineContext } from '../context.ts';
+import type { EngineFacts } from '../context.ts';
 import { isFailureReason } from '../runs/reasons.ts';
 import { adminTokenRetired } from '../state/index.ts';
 import { ENGINE_VERSION, SERVICE_NAME } from '../version.ts';
@@ -63,7 +63,7 @@ export function scrubBrowserError(e: BrowserErrorInput): {
 }
 
 /** Retained runs of every job (each job's ring, newest first). */
-async function allRuns(ctx: EngineContext, jobIds: string[]): Promise<RunRecord[]> {
+async function allRuns(ctx: EngineFacts, jobIds: string[]): Promise<RunRecord[]> {
   const runs: RunRecord[] = [];
   for (const id of jobIds) runs.push(...(await ctx.state.runs.listForJob(id)));
   return runs;
@@ -71,7 +71,7 @@ async function allRuns(ctx: EngineContext, jobIds: string[]): Promise<RunRecord[
 
 /** Builds the document. Throws the state store's errors (the caller fails closed). */
 export async function buildSupportDocument(
-  ctx: EngineContext,
+  ctx: EngineFacts,
   headSeq: number,
   browserErrors: BrowserErrorInput[] | undefined,
   now: Date = new Date(),

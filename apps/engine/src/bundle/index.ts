@@ -12,7 +12,7 @@
  * The engine creates its signer on first start (keys.ts), so a running engine is in the last two
  * rows; the first two are reached by `makeBundle` with no signer (tested there).
  */
-import type { EngineContext } from '../context.ts';
+import type { EngineFacts } from '../context.ts';
 import { type BrowserErrorInput, buildSupportDocument } from './document.ts';
 import { makeBundle, SEALED_KIND, type SupportBundle } from './format.ts';
 
@@ -22,7 +22,7 @@ export * from './format.ts';
 
 /** Generates a bundle; returns it with the facts the audit event records. Throws state errors. */
 export async function generateBundle(
-  ctx: EngineContext,
+  ctx: EngineFacts,
   headSeq: number,
   browserErrors?: BrowserErrorInput[],
 ): Promise<{

@@ -31,6 +31,8 @@ import { basename, join } from 'node:path';
 import {
   type DrillEvidence,
   type DrillScratch,
+  estimateRto,
+  type RtoEstimate,
   removeFilesScratch,
   removeRedisScratch,
   removeS3Scratch,
@@ -39,7 +41,7 @@ import {
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { RedisConnection, S3Connection } from '../connections/config.ts';
 import { redisConnectorUrl, s3ConnectorSettings } from '../connections/resolve.ts';
-import { DRILL_EVIDENCE_PREFIX } from '../routes/restore/context.ts';
+import { DRILL_EVIDENCE_PREFIX } from '../restores/index.ts';
 import { acquirePin, pinId, releasePin } from '../runs/pins.ts';
 import { archiveRunOf } from '../runs/unchanged.ts';
 
@@ -89,12 +91,6 @@ export type DrillStart =
   | { kind: 'no-key' }
   | { kind: 'not-due' };
 
-declare module 'fastify' {
-  interface FastifyInstance {
-    drills: DrillService;
-  }
-}
-
 export class DrillService {
   readonly holder: string;
   private readonly app: FastifyInstance;
@@ -132,7 +128,7 @@ export class DrillService {
   /** The live session of any process (from the state store), or null. */
   async liveSession(): Promise<DrillSession | null> {
     if (this.current) return this.current;
-    const st = this.app.engine.state;
+    const st = this.app.state;
     const lease = await st.leases.get(DRILL_LEASE);
     if (!lease || lease.expiresAt <= Date.now()) return null;
     return (await st.settings.get<DrillSession>(DRILL_SESSION_SETTING)) ?? null;
@@ -140,9 +136,36 @@ export class DrillService {
 
   /** Every recorded evidence, newest first. */
   async evidence(): Promise<DrillEvidence[]> {
-    return (await this.app.engine.state.settings.list(DRILL_EVIDENCE_PREFIX))
+    return (await this.app.state.settings.list(DRILL_EVIDENCE_PREFIX))
       .map((s) => s.value as DrillEvidence)
       .sort((a, b) => (a.startedAt < b.startedAt ? 1 : a.startedAt > b.startedAt ? -1 : 0));
+  }
+
+  /** The latest drill of every job (null for a job never drilled), and the live session. */
+  async summary() {
+    const all = await this.evidence();
+    const jobs = (await this.app.state.jobs.list()).map((j) => {
+      const last = all.find((e) => e.job === j.id) ?? null;
+      return {
+        job: j.id,
+        lastDrill: last
+          ? {
+              id: last.id,
+              runId: last.runId,
+              verdict: last.verdict,
+              startedAt: last.startedAt,
+              durationMs: last.durationMs,
+            }
+          : null,
+      };
+    });
+    return { jobs, running: await this.liveSession() };
+  }
+
+  /** Recovery-time estimate per job and for the fleet, from the drill history. */
+  async rto(): Promise<RtoEstimate> {
+    const jobs = (await this.app.state.jobs.list()).map((j) => j.id);
+    return estimateRto(await this.evidence(), { jobs });
   }
 
   /**
@@ -155,7 +178,7 @@ export class DrillService {
     jobId: string,
     options: { runId?: string; trigger: 'manual' | 'schedule'; request?: FastifyRequest },
   ): Promise<DrillStart> {
-    const { state, keys, destinations } = this.app.engine;
+    const { state, keys, destinations } = this.app;
     if (this.current) return { kind: 'busy', sessionId: this.current.sessionId };
     const job = await state.jobs.get(jobId);
     if (!job) return { kind: 'not-found', what: 'job' };
@@ -286,7 +309,7 @@ export class DrillService {
     session: DrillSession,
     sourceType: string,
   ): { ns: DrillNamespace; scratch: DrillScratch } {
-    const connections = this.app.engine.config.connections;
+    const connections = this.app.config.connections;
     const id = randomBytes(8).toString('hex');
     const ns: DrillNamespace = {
       id,
@@ -322,7 +345,7 @@ export class DrillService {
 
   /** Removes a namespace's scratch copy; forgets the namespace only once all of it is gone. */
   private async removeScratch(ns: DrillNamespace): Promise<boolean> {
-    const connections = this.app.engine.config.connections;
+    const connections = this.app.config.connections;
     try {
       // A recorded namespace is removed only when it has the shape this service gives one, so a
       // damaged or forged settings row can never point the removal at anything else.
@@ -343,7 +366,7 @@ export class DrillService {
           { event: 'drill-scratch-ignored', namespace: String(ns.id) },
           'a drill scratch record does not match the configured scratch targets (changed since?); remove its copy by hand',
         );
-        await this.app.engine.state.settings.delete(`${DRILL_SCRATCH_PREFIX}${ns.id}`);
+        await this.app.state.settings.delete(`${DRILL_SCRATCH_PREFIX}${ns.id}`);
         return false;
       }
       await removeFilesScratch(ns.files);
@@ -361,7 +384,7 @@ export class DrillService {
           ...s3ConnectorSettings(c, connections),
         });
       }
-      await this.app.engine.state.settings.delete(`${DRILL_SCRATCH_PREFIX}${ns.id}`);
+      await this.app.state.settings.delete(`${DRILL_SCRATCH_PREFIX}${ns.id}`);
       return true;
     } catch (e) {
       this.app.log.warn(
@@ -379,7 +402,7 @@ export class DrillService {
    * lease is live anywhere.
    */
   async sweepScratch(underLease = false): Promise<number> {
-    const st = this.app.engine.state;
+    const st = this.app.state;
     let removed = 0;
     for (const { value } of await st.settings.list(DRILL_SCRATCH_PREFIX)) {
       const ns = value as DrillNamespace;
@@ -401,7 +424,7 @@ export class DrillService {
 
   /** Jobs due a scheduled drill now, most overdue first. */
   async due(): Promise<string[]> {
-    const { state } = this.app.engine;
+    const { state } = this.app;
     const all = await this.evidence();
     const now = this.now().getTime();
     const due: Array<{ job: string; overdue: number }> = [];
@@ -485,17 +508,4 @@ export class DrillService {
     await this.checking?.catch(() => undefined);
     await this.running?.catch(() => undefined);
   }
-}
-
-/** Decorates `app.drills` and stops it before the state store closes. */
-export function installDrills(app: FastifyInstance, options: DrillSchedulerOptions = {}): DrillService {
-  const drills = new DrillService(app, options);
-  app.decorate('drills', drills);
-  // A drill that crashed mid-way left its scratch copy: removed at start (in the background, so a
-  // slow scratch server does not hold the engine's start; stop() waits for it).
-  app.addHook('onReady', async () => {
-    drills.startSweep();
-  });
-  app.addHook('preClose', async () => drills.stop());
-  return drills;
 }

@@ -25,7 +25,7 @@
  */
 import type { RunRecord, RunStatus } from '@coffer/state';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { EngineContext } from '../context.ts';
+import type { EngineFacts } from '../context.ts';
 import { ENGINE_VERSION } from '../version.ts';
 
 const STATUSES: RunStatus[] = ['running', 'parked', 'ok', 'failed', 'abandoned'];
@@ -50,7 +50,7 @@ function finishedMs(run: RunRecord): number | null {
   return Number.isFinite(ms) && ms >= 0 ? ms : null;
 }
 
-export function createEngineMetrics(ctx: EngineContext): EngineMetrics {
+export function createEngineMetrics(ctx: EngineFacts): EngineMetrics {
   const registry = new Registry();
   const reg = { registers: [registry] };
   const info = new Gauge({

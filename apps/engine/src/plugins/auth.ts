@@ -45,6 +45,8 @@ declare module 'fastify' {
   }
   interface FastifyInstance {
     authenticate: (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
+    /** The admin-token checker (status reports whether the token path is open, never the token). */
+    adminToken: AdminTokenChecker;
   }
 }
 
@@ -66,6 +68,7 @@ export function roleName(role: RoleAssignment): string {
 
 async function auth(app: FastifyInstance, options: AuthOptions): Promise<void> {
   app.decorateRequest('caller', null);
+  app.decorate('adminToken', options.adminToken);
 
   // Answers 401 and returns null: the caller of a refused request is "nobody".
   const refuse = (request: FastifyRequest, reply: FastifyReply, reason: string): null => {

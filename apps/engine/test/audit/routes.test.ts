@@ -125,7 +125,7 @@ t.test('changes of the restore approval policy are audited with the values befor
     { PERIMETER_ACCESS_TEAM_DOMAIN: TEAM_DOMAIN, PERIMETER_ACCESS_AUD: AUDIENCE },
     { testOnly: { perimeterJwksUrl: keys.jwksUrl, perimeterJwksCa: pki.caCert } },
   );
-  await e.app.engine.state.roles.assign({
+  await e.app.state.roles.assign({
     subject: `${ISSUER}#op-3`,
     role: 'operator',
     email: 'op-3@example.com',

@@ -74,7 +74,7 @@ t.test('an operator cannot make the engine send the admin token to a host of the
       rateLimit: { max: 1000, windowSeconds: 60 },
     },
   );
-  await app.engine.state.roles.assign({
+  await app.state.roles.assign({
     subject: `${ISSUER}#op-1`,
     role: 'operator',
     email: 'op-1@example.com',
@@ -134,19 +134,19 @@ t.test('an operator cannot make the engine send the admin token to a host of the
     ],
     [
       'the engine data dir',
-      { type: 'files', path: app.engine.config.dataDir },
+      { type: 'files', path: app.config.dataDir },
       'ERR_JOB_PATH_NOT_ALLOWED',
       /data dir/,
     ],
     [
       'the engine key files',
-      { type: 'files', path: join(app.engine.config.dataDir, 'keys') },
+      { type: 'files', path: join(app.config.dataDir, 'keys') },
       'ERR_JOB_PATH_NOT_ALLOWED',
       /data dir/,
     ],
     [
       'a tree holding the data dir',
-      { type: 'files', path: join(app.engine.config.dataDir, '..') },
+      { type: 'files', path: join(app.config.dataDir, '..') },
       'ERR_JOB_PATH_NOT_ALLOWED',
       /contains/,
     ],
@@ -159,7 +159,7 @@ t.test('an operator cannot make the engine send the admin token to a host of the
     const b = await post('/jobs/bulk', { jobs: [{ id: 'steal', cadenceSeconds: 3600, source }] });
     t.match(b.json().outcomes[0], { outcome: 'error', code }, `${name} (bulk)`);
   }
-  t.equal(await app.engine.state.jobs.get('steal'), null, 'nothing was stored');
+  t.equal(await app.state.jobs.get('steal'), null, 'nothing was stored');
   const audit = JSON.stringify(
     (
       await http(`${url}/admin/audit?action=job-upsert`, {
@@ -188,11 +188,11 @@ t.test('an operator cannot make the engine send the admin token to a host of the
   const trig = await post('/trigger', { id: 'cache' });
   t.equal(trig.status, 200, trig.text);
   await app.runs.idle();
-  t.match(await app.engine.state.runs.get(trig.json().runId), { status: 'ok', records: 1 });
+  t.match(await app.state.runs.get(trig.json().runId), { status: 'ok', records: 1 });
 
   // 3. A job stored with the old inline shape (before this change): not migrated at start (no
   // connection matches the listener), its run fails without opening a connection.
-  await app.engine.state.jobs.upsert({
+  await app.state.jobs.upsert({
     id: 'legacy',
     cadenceSeconds: 3600,
     enabled: true,
@@ -203,7 +203,7 @@ t.test('an operator cannot make the engine send the admin token to a host of the
   const legacy = await http(`${url}/admin/trigger`, { headers: operator, body: { id: 'legacy' } });
   t.equal(legacy.status, 200, legacy.text);
   await app.runs.idle();
-  const run = await app.engine.state.runs.get(legacy.json().runId);
+  const run = await app.state.runs.get(legacy.json().runId);
   t.match(run, {
     status: 'failed',
     reason: 'source binding error',

@@ -48,7 +48,7 @@ t.test(
 
     // The state as an engine before this change left it.
     const before = await startEngine(t, { ENGINE_DATA_DIR: dataDir });
-    const jobs = before.app.engine.state.jobs;
+    const jobs = before.app.state.jobs;
     await jobs.upsert(
       job('cache', {
         type: 'redis',
@@ -115,7 +115,7 @@ t.test(
       ENGINE_CONNECTIONS_FILE: join(dir, 'connections.json'),
       ENGINE_BREAK_GLASS_PUBLIC_KEY: join(dir, 'bg.pub'),
     });
-    const st = after.app.engine.state;
+    const st = after.app.state;
     const cache = await st.jobs.get('cache');
     t.same(
       cache?.config.source,
@@ -165,7 +165,7 @@ t.test('a job that two connections match is not migrated', async (t) => {
   const dir = tempDir(t, 'coffer-migrate-2-');
   const dataDir = join(dir, 'data');
   const before = await startEngine(t, { ENGINE_DATA_DIR: dataDir });
-  await before.app.engine.state.jobs.upsert(
+  await before.app.state.jobs.upsert(
     job('twice', { type: 'redis', url: `redis://${hostPort}`, passwordEnv: 'COFFER_TEST_MIGRATE_PASSWORD' }),
   );
   await before.app.close();
@@ -178,9 +178,7 @@ t.test('a job that two connections match is not migrated', async (t) => {
     ENGINE_DATA_DIR: dataDir,
     ENGINE_CONNECTIONS_FILE: join(dir, 'connections.json'),
   });
-  t.notOk(
-    'connection' in (((await after.app.engine.state.jobs.get('twice'))?.config.source ?? {}) as object),
-  );
+  t.notOk('connection' in (((await after.app.state.jobs.get('twice'))?.config.source ?? {}) as object));
   t.match(
     after.logs.join(''),
     /job twice is not migrated.*2 configured connections match: configure exactly one/,

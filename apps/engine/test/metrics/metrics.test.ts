@@ -25,7 +25,7 @@ const admin = bearer();
 
 t.test('metrics exposition', async (t) => {
   const e = await startEngine(t);
-  const state = e.app.engine.state;
+  const state = e.app.state;
   for (const id of ['alpha', 'beta']) {
     await http(`${e.url}/admin/jobs`, {
       headers: admin,

@@ -113,7 +113,7 @@ t.test('a failing grant or audit read is 503 (fail closed)', async (t) => {
   const feed = await mint(e.url, 'audit-feed');
   const diag = await mint(e.url, 'diagnostics');
   const metrics = await mint(e.url, 'metrics');
-  await e.app.engine.state.close();
+  await e.app.state.close();
   for (const [path, cred] of [
     ['/support/audit-feed', feed],
     ['/support/diagnostics', diag],

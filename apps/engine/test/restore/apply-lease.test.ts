@@ -22,7 +22,7 @@ function countFiles(dir: string): number {
 
 t.test('an apply whose lease was taken over records nothing more', async (t) => {
   const w = await restoreWorld(t);
-  const state = w.e.app.engine.state;
+  const state = w.e.app.state;
   // Outside the engine's data dir: a source there is refused (it would archive the engine's keys).
   const src = join(tempDir(t, 'coffer-apply-lease-src-'), 'src');
   for (let d = 0; d < 15; d++) mkdirSync(join(src, `d${d}`), { recursive: true });

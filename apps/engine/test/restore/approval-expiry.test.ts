@@ -34,7 +34,7 @@ const w = await restoreWorld(
     restore: { now: () => clock.now },
   },
 );
-const state = w.e.app.engine.state;
+const state = w.e.app.state;
 await grantRoles(state, [
   ['alice', 'restore-operator'],
   ['bob', 'approver'],

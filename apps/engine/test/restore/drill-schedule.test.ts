@@ -86,7 +86,7 @@ t.test('the cadence drives a drill of the latest ok run, evidence, RTO and audit
     matched: 2,
     startedAt: clock.now.toISOString(),
   });
-  const audit = await a.app.engine.state.audit.query({ action: 'restore-drill' });
+  const audit = await a.app.state.audit.query({ action: 'restore-drill' });
   t.equal(audit.length, 1, 'audited once');
   t.match(audit[0]?.event, {
     action: 'restore-drill',
@@ -115,7 +115,7 @@ t.test('the cadence drives a drill of the latest ok run, evidence, RTO and audit
 });
 
 t.test('one drill at a time: the lease, also across two engines on one state store', async (t) => {
-  const state = a.app.engine.state;
+  const state = a.app.state;
   clock.now = new Date(clock.now.getTime() + 2 * HOUR);
   // Another process holds the drill lease: no scheduled drill here, a manual one is 409.
   t.ok(await state.leases.acquire(DRILL_LEASE, 'another-engine', 60_000));
@@ -130,7 +130,7 @@ t.test('one drill at a time: the lease, also across two engines on one state sto
     { ...env, ENGINE_DATA_DIR: tempDir(t, 'coffer-drill-b-') },
     {
       state,
-      keys: a.app.engine.keys,
+      keys: a.app.keys,
       drills: { now },
     },
   );

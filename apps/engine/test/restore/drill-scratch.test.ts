@@ -65,7 +65,7 @@ async function world(t: Tap, withScratch: boolean) {
       rateLimit: { max: 1000, windowSeconds: 60 },
     },
   );
-  await e.app.engine.state.roles.assign({
+  await e.app.state.roles.assign({
     subject: `${ISSUER}#op-1`,
     role: 'operator',
     email: 'op-1@example.com',
@@ -84,7 +84,7 @@ async function world(t: Tap, withScratch: boolean) {
   t.equal((await post('/jobs', job)).status, 200);
   const runId = (await post('/trigger', { id: 'cache' })).json().runId as string;
   await e.app.runs.idle();
-  t.match(await e.app.engine.state.runs.get(runId), { status: 'ok', records: 40 });
+  t.match(await e.app.state.runs.get(runId), { status: 'ok', records: 40 });
   // The operator repoints the job at a namespace of theirs, then drills it.
   const moved = await post(
     '/jobs',
@@ -134,7 +134,7 @@ t.test('a repointed job: the drill writes to the scratch database only, and remo
   t.equal((await src.keys(`${P}*`)).length, 40, 'the live source is unchanged');
   t.same(await src.keys('coffer-drill:*'), [], 'no drill key in the live source');
   t.same(await scratch.keys('coffer-scratch:*'), [], 'the scratch copy was removed');
-  t.same(await e.app.engine.state.settings.list('drill.scratch.'), [], 'the scratch namespace is forgotten');
+  t.same(await e.app.state.settings.list('drill.scratch.'), [], 'the scratch namespace is forgotten');
 });
 
 t.test('no scratch target configured: the drill ends error and writes nothing', async (t) => {

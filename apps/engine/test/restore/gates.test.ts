@@ -33,7 +33,7 @@ const w = await restoreWorld(
     rateLimit: { max: LIMIT, windowSeconds: 600 },
   },
 );
-const state = w.e.app.engine.state;
+const state = w.e.app.state;
 // Each test spends its own caller's budget of LIMIT mutations.
 await grantRoles(
   state,

@@ -83,7 +83,7 @@ export async function restoreWorld(
       if (trig.status !== 200) throw new Error(`trigger: ${trig.text}`);
       const runId = trig.json().runId as string;
       await e.app.runs.idle();
-      const run = await e.app.engine.state.runs.get(runId);
+      const run = await e.app.state.runs.get(runId);
       if (run?.status !== 'ok') throw new Error(`run ${runId} ended ${run?.status}: ${run?.reason}`);
       return runId;
     },

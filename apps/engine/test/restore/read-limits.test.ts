@@ -71,7 +71,7 @@ t.test('concurrent dry runs and verifies of five viewers: two run, three get 429
   }
   for (const r of replies.filter((r) => r.status === 200))
     t.match(r.json(), { ok: true, recordsVerified: 4 });
-  t.equal(w.e.app.engine.restoreReads.active, 0, 'every slot given back');
+  t.equal(w.e.app.restores.reads.active, 0, 'every slot given back');
 });
 
 t.test(
@@ -85,7 +85,7 @@ t.test(
     t.same([first.status, second.status].sort(), [200, 429]);
     const failed = await w.post('/restore', { runId, target: { binding: 'nope' } }, gina);
     t.equal(failed.status, 400, 'a read that throws');
-    t.equal(w.e.app.engine.restoreReads.active, 0);
+    t.equal(w.e.app.restores.reads.active, 0);
     t.equal((await w.post('/restore', body, gina)).status, 200, 'the slot was given back');
   },
 );

@@ -259,7 +259,7 @@ t.test('a drill restores into the scratch database only, compares, removes it', 
   t.same(await src.keys('coffer-scratch:*'), [], 'no scratch key in the source database');
   t.same(await src.keys('coffer-drill:*'), [], 'no drill key in the source database');
   t.same(await scratchDb.keys('coffer-scratch:*'), [], 'the scratch copy was removed');
-  t.same(await w.e.app.engine.state.settings.list('drill.scratch.'), [], 'the namespace is forgotten');
+  t.same(await w.e.app.state.settings.list('drill.scratch.'), [], 'the namespace is forgotten');
 });
 
 t.test('a shard tampered between dry run and apply: aborted, zero keys written', async (t) => {

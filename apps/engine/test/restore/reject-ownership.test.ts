@@ -28,7 +28,7 @@ const w = await restoreWorld(
   { PERIMETER_ACCESS_TEAM_DOMAIN: TEAM_DOMAIN, PERIMETER_ACCESS_AUD: AUDIENCE },
   { testOnly: { perimeterJwksUrl: keySet.jwksUrl, perimeterJwksCa: pki.caCert } },
 );
-const state = w.e.app.engine.state;
+const state = w.e.app.state;
 await grantRoles(state, [
   ['alice', 'restore-operator'],
   ['mallory', 'operator'],

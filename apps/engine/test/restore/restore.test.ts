@@ -46,7 +46,7 @@ const e = await startEngine(
     rateLimit: { max: 1000, windowSeconds: 60 },
   },
 );
-const state = e.app.engine.state;
+const state = e.app.state;
 await grantRoles(state, [
   ['alice', 'restore-operator'],
   ['bob', 'approver'],

@@ -22,13 +22,13 @@ const w = await restoreWorld(
   { PERIMETER_ACCESS_TEAM_DOMAIN: TEAM_DOMAIN, PERIMETER_ACCESS_AUD: AUDIENCE },
   { testOnly: { perimeterJwksUrl: keySet.jwksUrl, perimeterJwksCa: pki.caCert } },
 );
-const state = w.e.app.engine.state;
+const state = w.e.app.state;
 await grantRoles(state, [
   ['alice', 'restore-operator'],
   ['bob', 'approver'],
 ]);
 const as = callerHeaders(keySet);
-const store = w.e.app.engine.destinations.get('default')!;
+const store = w.e.app.destinations.get('default')!;
 
 /** Two ok runs of a job with `keepLast: 1`: without a pin, the older one goes at the next prune. */
 async function twoRuns(job: string, files: number): Promise<[string, string]> {

@@ -266,5 +266,5 @@ t.test('a drill restores into the scratch bucket only, compares, removes it', as
   );
   t.same(await keys(srcBucket.bucket), before, 'nothing written into the source bucket');
   t.same(await keys(scratchBucket.bucket), [], 'the scratch copy was removed');
-  t.same(await w.e.app.engine.state.settings.list('drill.scratch.'), [], 'the namespace is forgotten');
+  t.same(await w.e.app.state.settings.list('drill.scratch.'), [], 'the namespace is forgotten');
 });

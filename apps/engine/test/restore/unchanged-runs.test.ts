@@ -12,7 +12,7 @@ import t from 'tap';
 import { restoreWorld } from './helpers.ts';
 
 const w = await restoreWorld(t);
-const state = w.e.app.engine.state;
+const state = w.e.app.state;
 const src = join(tempDir(t, 'coffer-unchanged-src-'), 'tree');
 mkdirSync(join(src, 'docs'), { recursive: true });
 writeFileSync(join(src, 'a.txt'), 'alpha\n');
@@ -40,7 +40,7 @@ t.test('the set-up: two unchanged runs, one archive', async (t) => {
   t.equal((await state.runs.get(unchanged))?.detail.unchangedFrom, sealed);
   t.equal((await state.runs.get(again))?.detail.unchangedFrom, sealed);
   t.same(
-    (await listRuns(w.e.app.engine.destinations.get('default')!, 'docs')).map((r) => r.runId),
+    (await listRuns(w.e.app.destinations.get('default')!, 'docs')).map((r) => r.runId),
     [sealed],
   );
 });

@@ -40,7 +40,7 @@ t.test(
     t.equal(listed.maxEntries, 300, 'listed');
     const failed = (await post('/trigger', { id: 'capped' })).json().runId as string;
     await app.runs.idle();
-    t.match(await app.engine.state.runs.get(failed), {
+    t.match(await app.state.runs.get(failed), {
       status: 'failed',
       reason: REASON_PAGE_CAP,
       detail: { code: 'ERR_SOURCE_LISTING_OVER_CAP' },
@@ -49,16 +49,12 @@ t.test(
     t.equal((await post('/jobs', job(450))).status, 200);
     const ok = (await post('/trigger', { id: 'capped' })).json().runId as string;
     await app.runs.idle();
-    t.match(
-      await app.engine.state.runs.get(ok),
-      { status: 'ok', records: 450 },
-      'exactly at the cap backs up',
-    );
+    t.match(await app.state.runs.get(ok), { status: 'ok', records: 450 }, 'exactly at the cap backs up');
 
     t.equal((await post('/jobs', job())).status, 200);
     t.equal(DEFAULT_MAX_ENTRIES, 2_000_000, 'the documented default');
     const dflt = (await post('/trigger', { id: 'capped' })).json().runId as string;
     await app.runs.idle();
-    t.match(await app.engine.state.runs.get(dflt), { status: 'ok' }, 'no maxEntries: the default applies');
+    t.match(await app.state.runs.get(dflt), { status: 'ok' }, 'no maxEntries: the default applies');
   },
 );

@@ -118,8 +118,8 @@ t.test('GET /admin/jobs reports lastRun; run-trigger and job-roster-reconcile ar
   t.equal((await e.post('/trigger', { id: 'docs' })).status, 409);
 
   // Ghost rows of a job that no longer exists: an orphan run and a stand-down record.
-  await e.app.engine.state.runs.start({ id: 'ghost-run', jobId: 'gone' });
-  await e.app.engine.state.settings.set('scheduler.standDown.gone', { at: new Date().toISOString() });
+  await e.app.state.runs.start({ id: 'ghost-run', jobId: 'gone' });
+  await e.app.state.settings.set('scheduler.standDown.gone', { at: new Date().toISOString() });
   const repaired = await e.post('/jobs/reconcile-roster');
   t.equal(repaired.status, 200);
   t.equal(repaired.json().repaired.length, 2);

@@ -28,7 +28,7 @@ t.test('pull credentials', async (t) => {
   const e = await startEngine(t, env, {
     testOnly: { perimeterJwksUrl: keys.jwksUrl, perimeterJwksCa: pki.caCert },
   });
-  await e.app.engine.state.roles.assign({
+  await e.app.state.roles.assign({
     subject: `${ISSUER}#owner-1`,
     role: 'owner',
     email: OWNER.email,
@@ -85,7 +85,7 @@ t.test('pull credentials', async (t) => {
     t.equal(m.lifetimeSeconds, 72 * HOUR);
     t.ok(Math.abs(Date.parse(m.expiresAt) - start - 72 * HOUR * 1000) < 60_000);
     t.equal(m.replaced, false);
-    const stored = await e.app.engine.state.credentials.get('diagnostics');
+    const stored = await e.app.state.credentials.get('diagnostics');
     t.equal(stored?.verifier, verifierOf(m.secret));
     t.match(stored?.verifier, /^[0-9a-f]{96}$/);
     const cases: Array<[string, number | undefined, number]> = [
@@ -150,8 +150,8 @@ t.test('pull credentials', async (t) => {
     }
     // Expired: a grant whose expiry passed (written directly, as time would).
     const short = await mint('diagnostics');
-    const g = (await e.app.engine.state.credentials.get('diagnostics'))!;
-    await e.app.engine.state.credentials.replace({
+    const g = (await e.app.state.credentials.get('diagnostics'))!;
+    await e.app.state.credentials.replace({
       ...g,
       expiresAt: new Date(Date.now() - 1000).toISOString(),
     });
@@ -226,8 +226,7 @@ t.test('pull credentials', async (t) => {
     t.equal(diag.active, false);
     const text = JSON.stringify(view);
     t.notMatch(text, /dps_/, 'no secret');
-    for (const g of await e.app.engine.state.credentials.list())
-      t.notOk(text.includes(g.verifier), 'no verifier');
+    for (const g of await e.app.state.credentials.list()) t.notOk(text.includes(g.verifier), 'no verifier');
     t.notMatch(text, /verifier/);
   });
 

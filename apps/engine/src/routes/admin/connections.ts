@@ -35,7 +35,7 @@ export default async function connectionsRoutes(app: FastifyInstance): Promise<v
       },
     },
     async () => {
-      const { connections, scratch } = app.engine.config.connections;
+      const { connections, scratch } = app.config.connections;
       return {
         connections: [...connections.values()].map((c) => ({
           id: c.id,

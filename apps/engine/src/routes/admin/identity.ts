@@ -63,7 +63,7 @@ export default async function identityRoutes(app: FastifyInstance): Promise<void
     async (_request, reply) => {
       let members: RoleMember[];
       try {
-        members = await roleMembers(app.engine.state);
+        members = await roleMembers(app.state);
       } catch {
         return sendStateUnavailable(reply);
       }

@@ -37,7 +37,7 @@ const PRE_AUTH_PREFIXES = [
 ];
 
 export default async function adminFamily(app: FastifyInstance): Promise<void> {
-  const consoleOrigin = app.engine.config.consoleOrigin;
+  const consoleOrigin = app.config.consoleOrigin;
   await app.register(cors, {
     // Exact match only; no wildcard, no pattern, nothing when CONSOLE_ORIGIN is unset.
     origin: (origin, cb) => cb(null, consoleOrigin !== undefined && origin === consoleOrigin),

@@ -10,7 +10,7 @@ import { ENGINE_VERSION, SERVICE_NAME } from '../../version.ts';
 
 export default async function statusRoutes(app: FastifyInstance): Promise<void> {
   const keyPresence = () => {
-    const k = app.engine.keys;
+    const k = app.keys;
     return {
       signer: true,
       operational: true,
@@ -29,7 +29,7 @@ export default async function statusRoutes(app: FastifyInstance): Promise<void> 
       },
     },
     async (request) => {
-      const { config, keys, adminToken, state } = app.engine;
+      const { config, keys, adminToken, state } = app;
       let retired: boolean | null;
       try {
         retired = await adminTokenRetired(state);
@@ -54,9 +54,9 @@ export default async function statusRoutes(app: FastifyInstance): Promise<void> 
         tlsTerminatedByEngine: config.tls !== undefined,
         database: state.backend,
         restoreRootsConfigured: config.restoreRoots.length > 0,
-        destinations: [...app.engine.destinations.keys()],
+        destinations: [...app.destinations.keys()],
         demo: config.demo,
-        startedAt: app.engine.startedAt.toISOString(),
+        startedAt: app.startedAt.toISOString(),
       };
     },
   );
@@ -71,7 +71,7 @@ export default async function statusRoutes(app: FastifyInstance): Promise<void> 
       },
     },
     async (_request, reply) => {
-      const { keys, state } = app.engine;
+      const { keys, state } = app;
       let jobs: number;
       let members: RoleMember[];
       try {

@@ -19,10 +19,14 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { roleName } from '../../plugins/auth.ts';
 import { sendForbidden, sendUnauthorised } from '../../plugins/replies.ts';
+import {
+  APPLY_PREFIX,
+  APPROVAL_ENABLED_KEY,
+  APPROVAL_MIN_DELAY_KEY,
+  PROGRESS_PREFIX,
+} from '../../restores/index.ts';
 import { REASON_RUN_FAILED } from '../../runs/reasons.ts';
 import { STAND_DOWN_PREFIX } from '../../runs/service.ts';
-import { APPLY_PREFIX, PROGRESS_PREFIX } from '../restore/applies.ts';
-import { APPROVAL_ENABLED_KEY, APPROVAL_MIN_DELAY_KEY } from '../restore/context.ts';
 
 export default async function demoRoutes(app: FastifyInstance): Promise<void> {
   app.addHook('onRequest', app.authenticate);
@@ -45,7 +49,7 @@ export default async function demoRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (request, reply) => {
-      const state = app.engine.state;
+      const state = app.state;
       const running = await state.runs.listByStatus(['running']);
       const applies = await state.settings.list(APPLY_PREFIX);
       const applying = applies.filter((a) => (a.value as { status?: unknown } | null)?.status === 'running');

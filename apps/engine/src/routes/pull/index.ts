@@ -39,7 +39,7 @@ export function sendPullUnavailable(reply: FastifyReply): FastifyReply {
 }
 
 export default async function pullRoutes(app: FastifyInstance): Promise<void> {
-  const ctx = app.engine;
+  const ctx = app;
   const metrics = createEngineMetrics(ctx);
 
   const authFor = (scope: PullScope) => async (request: FastifyRequest, reply: FastifyReply) => {

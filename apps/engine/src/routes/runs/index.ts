@@ -13,16 +13,9 @@ import type { State } from '@coffer/state';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { REASON_RUN_FAILED } from '../../runs/reasons.ts';
-import type { RunService } from '../../runs/service.ts';
 import { STAND_DOWN_PREFIX } from '../../runs/service.ts';
 import { runObject, runObjects } from '../../runs/view.ts';
 import { ID_PATTERN } from '../admin/jobs/schema.ts';
-
-declare module 'fastify' {
-  interface FastifyInstance {
-    runs: RunService;
-  }
-}
 
 const Id = Type.String({ pattern: ID_PATTERN });
 const TriggerBody = Type.Object({ id: Id }, { additionalProperties: false });
@@ -37,7 +30,7 @@ async function countersOf(state: State, jobId?: string) {
 }
 
 export default async function runsRoutes(app: FastifyInstance): Promise<void> {
-  const state = app.engine.state;
+  const state = app.state;
 
   app.post<{ Body: { id: string } }>(
     '/trigger',

@@ -9,7 +9,7 @@ import { bearerOf, createAdminTokenChecker } from '../../auth/admin-token.ts';
 import { sendNotFound, sendUnauthorised } from '../../plugins/replies.ts';
 
 export default async function scimFamily(app: FastifyInstance): Promise<void> {
-  const token = app.engine.config.scimBearerToken;
+  const token = app.config.scimBearerToken;
   // Same constant-time digest comparison as the admin token, with its own secret.
   const checker = createAdminTokenChecker(token, false);
   app.all('/scim/v2/*', { schema: { hide: true } }, async (request, reply) => {

@@ -52,7 +52,7 @@ const BundleBody = Type.Object(
 type BundleBody = Static<typeof BundleBody>;
 
 export default async function supportRoutes(app: FastifyInstance): Promise<void> {
-  const ctx = app.engine;
+  const ctx = app;
   const postureRead = app.requireCapability('posture.read');
 
   /** Owner-only gate: 403 with `required: 'owner'`, recorded as a refusal of `action`. */

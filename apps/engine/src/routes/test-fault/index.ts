@@ -131,7 +131,7 @@ export default async function testFaultRoutes(app: FastifyInstance): Promise<voi
     },
     async () => ({
       faults: faults.list(),
-      lastTick: (await app.engine.state.settings.get(TICK_SETTING)) ?? null,
+      lastTick: (await app.state.settings.get(TICK_SETTING)) ?? null,
       holder: app.runs.holder,
     }),
   );

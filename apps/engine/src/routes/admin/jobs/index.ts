@@ -124,7 +124,7 @@ function upsertAudit(id: string, result: UpsertResult): RequestAuditEvent {
  * configuration file of the engine, wherever the deployment put them.
  */
 function protectedPaths(app: FastifyInstance): string[] {
-  const c = app.engine.config;
+  const c = app.config;
   return [c.dataDir, c.signerKeyFile, c.operationalKeyFile, c.tls?.keyFile, c.connections.file].filter(
     (p): p is string => typeof p === 'string',
   );
@@ -132,7 +132,7 @@ function protectedPaths(app: FastifyInstance): string[] {
 
 /** The refusal of a validated job's source (unknown connection, path of the engine's), or null. */
 function sourceRefusal(app: FastifyInstance, body: UpsertBody): JobRefusal | null {
-  return checkJobSource(body.source as { type: string }, app.engine.config.connections, protectedPaths(app));
+  return checkJobSource(body.source as { type: string }, app.config.connections, protectedPaths(app));
 }
 
 function refusalAudit(id: string, refusal: JobRefusal): RequestAuditEvent {
@@ -152,7 +152,7 @@ export default async function jobsRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async () => {
-      const state = app.engine.state;
+      const state = app.state;
       const jobs = await state.jobs.list();
       return { jobs: await Promise.all(jobs.map((job) => jobRow(state, job))) };
     },
@@ -181,7 +181,7 @@ export default async function jobsRoutes(app: FastifyInstance): Promise<void> {
         await app.audit.forRequest(request, refusalAudit(request.body.id, refused));
         return reply.code(400).send(refused);
       }
-      const result = await upsert(app.engine.state, request.caller!, request.body);
+      const result = await upsert(app.state, request.caller!, request.body);
       await app.audit.forRequest(request, upsertAudit(request.body.id, result));
       return reply.code(result.status).send(result.body);
     },
@@ -232,7 +232,7 @@ export default async function jobsRoutes(app: FastifyInstance): Promise<void> {
           continue;
         }
         try {
-          const result = await upsert(app.engine.state, request.caller!, item as UpsertBody);
+          const result = await upsert(app.state, request.caller!, item as UpsertBody);
           await app.audit.forRequest(request, upsertAudit((item as UpsertBody).id, result));
           if (result.status === 200) {
             outcomes.push({
@@ -277,7 +277,7 @@ export default async function jobsRoutes(app: FastifyInstance): Promise<void> {
     async (request, reply) => {
       const ifMatchRev = ifMatchRevOf(request.body);
       try {
-        const result = await app.engine.state.jobs.delete(request.body.id, { ifMatchRev });
+        const result = await app.state.jobs.delete(request.body.id, { ifMatchRev });
         await app.audit.forRequest(request, {
           action: 'job-delete',
           outcome: 'applied',

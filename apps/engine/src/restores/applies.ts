@@ -9,7 +9,7 @@
  *   every batch (160 records with `onExisting: skip`, else 200), at most every 2 s, and after every
  *   record of a sqlite target; records written after the last flush are simply written again on
  *   resume (each write is idempotent for the same bytes).
- * - The lease `restore-apply:<applyId>` is held (and renewed, fenced: @coffer/state keepLease) by
+ * - The lease `restore-apply:<applyId>` is held (and renewed, fenced: src/tasks/leased-tasks.ts) by
  *   the process running the apply. Lost (this process was paused past its expiry and another
  *   took the apply over, or renewals failed until it expired), the apply stops at once and this
  *   process writes nothing more about it: no progress, no row, no approval settlement, no audit
@@ -27,9 +27,11 @@
  */
 import type { ApplyOptions, ApplyProgress, ApplyReceipt, RestoreRequest } from '@coffer/restore';
 import { applyRestore, isRestoreError, settleRestoreApproval } from '@coffer/restore';
-import { keepLease, type Lease } from '@coffer/state';
-import type { FastifyInstance } from 'fastify';
-import { acquirePin, pinId, releasePin } from '../../runs/pins.ts';
+import type { Lease, State } from '@coffer/state';
+import type { FastifyBaseLogger } from 'fastify';
+import { ENGINE_ACTOR, type EngineAudit } from '../audit/index.ts';
+import { acquirePin, pinId, releasePin } from '../runs/pins.ts';
+import { LeasedTasks } from '../tasks/leased-tasks.ts';
 
 export const APPLY_PREFIX = 'restore.apply.';
 export const PROGRESS_PREFIX = 'restore.progress.';
@@ -57,7 +59,7 @@ export interface ApplyRow {
   holder: string;
   request: RestoreRequest;
   approvalId: string | null;
-  actor: ReturnType<FastifyInstance['audit']['actorOf']>;
+  actor: ReturnType<EngineAudit['actorOf']>;
 }
 
 type Approval = Parameters<typeof settleRestoreApproval>[0]['approval'];
@@ -80,41 +82,59 @@ export function applyView(row: ApplyRow): Record<string, unknown> {
   return { ...rest, ...(row.status === 'interrupted' ? { resumable: true } : {}) };
 }
 
+export interface ApplyTrackerOptions {
+  state: State;
+  audit: EngineAudit;
+  log: FastifyBaseLogger;
+  /** This process's holder id (the run service's persisted instance id + `:restore`). */
+  holder: string;
+}
+
 export class ApplyTracker {
   readonly holder: string;
-  private readonly app: FastifyInstance;
-  private readonly live = new Map<
-    string,
-    { row: ApplyRow; controller: AbortController; done: Promise<void> }
-  >();
+  private readonly o: ApplyTrackerOptions;
+  /** The applies running in this process, under their leases. */
+  private readonly tasks: LeasedTasks;
+  /** The rows of the live applies (progress is read from here while they run). */
+  private readonly rows = new Map<string, ApplyRow>();
   /** Leases this process acquired and not yet handed to `launch` (their fencing tokens). */
   private readonly claimed = new Map<string, Lease>();
   private sweepTimer: NodeJS.Timeout | null = null;
-  private stopping = false;
 
-  constructor(app: FastifyInstance) {
-    this.app = app;
-    this.holder = `${app.runs.holder}:restore`;
+  constructor(options: ApplyTrackerOptions) {
+    this.o = options;
+    this.holder = options.holder;
+    this.tasks = new LeasedTasks({
+      leases: options.state.leases,
+      holder: options.holder,
+      ttlMs: LEASE_MS,
+      onLost: (key, lease, reason) =>
+        options.log.warn(
+          { event: 'restore-apply-lease-lost', applyId: key, fence: lease.fence, reason },
+          'restore apply stopped: its lease was lost; this process records nothing more about it',
+        ),
+    });
   }
 
   private get settings() {
-    return this.app.engine.state.settings;
+    return this.o.state.settings;
   }
 
   liveRows(): ApplyRow[] {
-    return [...this.live.values()].map((l) => l.row);
+    return [...this.rows.values()];
   }
 
   async get(id: string): Promise<ApplyRow | null> {
-    return this.live.get(id)?.row ?? (await this.settings.get<ApplyRow>(`${APPLY_PREFIX}${id}`)) ?? null;
+    return this.rows.get(id) ?? (await this.settings.get<ApplyRow>(`${APPLY_PREFIX}${id}`)) ?? null;
   }
 
   /** Cancels a live apply; marks a stored `interrupted` one `cancelled` (no longer resumable). */
   async cancel(id: string): Promise<ApplyRow | null> {
-    const l = this.live.get(id);
-    if (l) {
-      l.controller.abort();
-      return l.row;
+    const live = this.tasks.get(id);
+    const liveRow = this.rows.get(id);
+    if (live && liveRow) {
+      live.abort();
+      return liveRow;
     }
     const row = await this.settings.get<ApplyRow>(`${APPLY_PREFIX}${id}`);
     if (row?.status !== 'interrupted') return row ?? null;
@@ -126,7 +146,7 @@ export class ApplyTracker {
 
   /** Takes the apply's lease (null when another live process holds it). */
   async claim(id: string): Promise<boolean> {
-    const lease = await this.app.engine.state.leases.acquire(leaseName(id), this.holder, LEASE_MS);
+    const lease = await this.tasks.acquire(leaseName(id));
     if (lease !== null) this.claimed.set(id, lease);
     return lease !== null;
   }
@@ -134,9 +154,7 @@ export class ApplyTracker {
   async unclaim(id: string): Promise<void> {
     const lease = this.claimed.get(id);
     this.claimed.delete(id);
-    await this.app.engine.state.leases
-      .release(leaseName(id), this.holder, lease?.fence)
-      .catch(() => undefined);
+    if (lease) await this.tasks.release(lease);
   }
 
   /**
@@ -164,54 +182,41 @@ export class ApplyTracker {
    */
   launch(l: LaunchOptions): void {
     const { row, approval } = l;
-    const controller = new AbortController();
-    const state = this.app.engine.state;
+    const state = this.o.state;
     const key = `${APPLY_PREFIX}${row.applyId}`;
-    const skipMode = row.request.onExisting === 'skip';
-    const batch = skipMode ? 160 : 200;
-    // A sqlite record is a whole table: recorded as soon as it is written.
-    const everyRecord = l.targetType === 'sqlite';
-    let seq = 0;
-    let pending: string[] = [];
-    let lastFlush = Date.now();
     const claimed = this.claimed.get(row.applyId);
     this.claimed.delete(row.applyId);
-    const held = claimed
-      ? keepLease(state.leases, claimed, {
-          ttlMs: LEASE_MS,
-          onLost: (reason) => {
-            this.app.log.warn(
-              { event: 'restore-apply-lease-lost', applyId: row.applyId, fence: claimed.fence, reason },
-              'restore apply stopped: its lease was lost; this process records nothing more about it',
-            );
-            controller.abort();
-          },
-        })
-      : null;
-    const lost = () => held === null || held.lostReason !== null;
-    const flush = async () => {
-      // Each flush rewrites the row: only while the lease is held (a fenced check first, which
-      // throws, and so stops the apply, when another holder has it).
-      if (lost()) return;
-      await held?.assertHeld();
-      const names = pending;
-      pending = [];
-      lastFlush = Date.now();
-      const n = seq++;
-      if (names.length > 0) {
-        await this.settings.set(`${PROGRESS_PREFIX}${row.applyId}.${row.attempts}-${n}`, names);
-        row.recordedWritten += names.length;
-      }
-      await this.settings.set(key, row);
-    };
-    const done = (async () => {
+    if (claimed === undefined) throw new Error(`apply ${row.applyId} launched without its lease`);
+    this.rows.set(row.applyId, row);
+    this.tasks.adopt(row.applyId, claimed, async (ctx) => {
+      const skipMode = row.request.onExisting === 'skip';
+      const batch = skipMode ? 160 : 200;
+      // A sqlite record is a whole table: recorded as soon as it is written.
+      const everyRecord = l.targetType === 'sqlite';
+      let seq = 0;
+      let pending: string[] = [];
+      let lastFlush = Date.now();
+      const flush = async () => {
+        // Each flush rewrites the row: only while the lease is held (a fenced check first, which
+        // throws, and so stops the apply, when another holder has it).
+        if (ctx.lost) return;
+        await ctx.lease.assertHeld();
+        const names = pending;
+        pending = [];
+        lastFlush = Date.now();
+        const n = seq++;
+        if (names.length > 0) {
+          await this.settings.set(`${PROGRESS_PREFIX}${row.applyId}.${row.attempts}-${n}`, names);
+          row.recordedWritten += names.length;
+        }
+        await this.settings.set(key, row);
+      };
       try {
-        if (held === null) throw new Error('apply launched without its lease');
         await this.settings.set(key, row);
         const receipt = await applyRestore({
           ...l.options,
           completed: l.completed,
-          signal: controller.signal,
+          signal: ctx.signal,
           onProgress: (p) => {
             row.progress = p;
           },
@@ -224,8 +229,8 @@ export class ApplyTracker {
         // The commit point: the row, the approval and the audit event are this holder's to write
         // only while it still holds the lease (flush checks it first, and throws when lost).
         await flush();
-        if (lost()) return;
-        if (this.stopping && receipt.status === 'cancelled') {
+        if (ctx.lost) return;
+        if (ctx.stopping && receipt.status === 'cancelled') {
           // A graceful stop interrupts (resumable), it does not cancel.
           await this.markInterrupted(row);
           return;
@@ -236,7 +241,7 @@ export class ApplyTracker {
           ? await settleRestoreApproval({ approvals: state.approvals, approval, receipt })
           : false;
         if (consumed && approval) await releasePin(this.settings, pinId.approval(approval.id));
-        await this.app.audit.append({
+        await this.o.audit.append({
           ...row.actor,
           action: 'restore-apply',
           outcome: receipt.status === 'succeeded' ? 'applied' : 'failed',
@@ -256,28 +261,26 @@ export class ApplyTracker {
           },
         });
       } catch (e) {
-        if (lost()) return;
+        if (ctx.lost) return;
         row.status = 'error';
         row.error = isRestoreError(e) ? e.message : 'restore apply failed';
-        this.app.log.warn(
+        this.o.log.warn(
           { applyId: row.applyId, code: (e as { code?: unknown }).code },
           'restore apply failed',
         );
       } finally {
-        const stale = lost();
-        if (!stale) {
+        if (!ctx.lost) {
           // An engine that lost the lease leaves the pin to the new holder, which releases it. The
-          // row is settled before the lease goes, so no other engine sees it running unheld.
+          // row is settled before the lease goes (LeasedTasks releases it once this returns), so
+          // no other engine sees it running unheld.
           if (row.status !== 'interrupted') await releasePin(this.settings, pinId.apply(row.applyId));
           await this.settings.set(key, row).catch(() => undefined);
         }
-        await held?.release().catch(() => undefined);
         // Its own approval reservation only (released by holder): harmless, and frees it at once.
         await l.release?.();
-        this.live.delete(row.applyId);
+        this.rows.delete(row.applyId);
       }
-    })();
-    this.live.set(row.applyId, { row, controller, done });
+    });
   }
 
   /**
@@ -288,11 +291,11 @@ export class ApplyTracker {
     const out: string[] = [];
     for (const { key, value } of await this.settings.list(APPLY_PREFIX)) {
       const row = value as ApplyRow;
-      if (row?.status !== 'running' || this.live.has(row.applyId)) continue;
+      if (row?.status !== 'running' || this.tasks.has(row.applyId)) continue;
       if (!(await this.claim(row.applyId))) continue;
       try {
         const fresh = await this.settings.get<ApplyRow>(key);
-        if (fresh?.status !== 'running' || this.live.has(row.applyId)) continue;
+        if (fresh?.status !== 'running' || this.tasks.has(row.applyId)) continue;
         await this.markInterrupted(fresh);
         out.push(fresh.applyId);
       } finally {
@@ -306,12 +309,12 @@ export class ApplyTracker {
     row.status = 'interrupted';
     row.interruptedAt = new Date().toISOString();
     await this.settings.set(`${APPLY_PREFIX}${row.applyId}`, row);
-    this.app.log.warn(
+    this.o.log.warn(
       { event: 'restore-apply-interrupted', applyId: row.applyId, written: row.recordedWritten },
       'restore apply interrupted (engine stopped mid-apply): resume with POST /admin/restore/resume',
     );
-    await this.app.audit.append({
-      actor: { email: null, subject: null, method: 'engine' },
+    await this.o.audit.append({
+      actor: { ...ENGINE_ACTOR },
       action: 'restore-apply',
       outcome: 'failed',
       target: row.job,
@@ -338,10 +341,8 @@ export class ApplyTracker {
    * flushed and they are left `interrupted` (resumable), as a crash would leave them.
    */
   async stop(): Promise<void> {
-    this.stopping = true;
     if (this.sweepTimer) clearInterval(this.sweepTimer);
     this.sweepTimer = null;
-    for (const l of this.live.values()) l.controller.abort();
-    await Promise.allSettled([...this.live.values()].map((l) => l.done));
+    await this.tasks.stop();
   }
 }

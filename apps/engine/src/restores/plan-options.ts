@@ -1,17 +1,30 @@
 /**
- * What the restore routes need from the engine: the job's source as a connector configuration
+ * What a restore needs from the engine: the job's source as a connector configuration
  * (the restore target resolver), the run's job, whether a run is the job's latest, the approval
  * policy, and the allow-list of redis/s3 restore targets (`restoreTargetAllowed`). Connection
  * secrets are read from the environment variables the job's connection names, at resolve time, by
  * the run executor's own mapping (src/runs/source-config.ts); they never reach a reply.
  */
+import type { ObjectStore } from '@coffer/objectstore';
 import type { PlanOptions, RestoreRequest, TargetResolver } from '@coffer/restore';
 import type { SourceConfig } from '@coffer/sources';
-import type { FastifyInstance } from 'fastify';
-import type { ConnectionsConfig } from '../../connections/config.ts';
-import { restoreTargetRefusal } from '../../connections/resolve.ts';
-import { type JobSource, jobSourceConfig } from '../../runs/source-config.ts';
-import { archiveRunOf } from '../../runs/unchanged.ts';
+import type { SettingsRepository, State } from '@coffer/state';
+import type { EngineConfig } from '../config.ts';
+import type { ConnectionsConfig } from '../connections/config.ts';
+import { restoreTargetRefusal } from '../connections/resolve.ts';
+import type { EngineKeys } from '../keys.ts';
+import { type JobSource, jobSourceConfig } from '../runs/source-config.ts';
+import { archiveRunOf } from '../runs/unchanged.ts';
+
+/** The engine facts a restore plan is computed from. */
+export interface RestoreDeps {
+  state: State;
+  keys: EngineKeys;
+  config: EngineConfig;
+  destinations: ReadonlyMap<string, ObjectStore>;
+  /** The clock of restore planning and of the approval life-cycle. */
+  now: () => Date;
+}
 
 /** Settings keys of the restore approval policy. */
 export const APPROVAL_ENABLED_KEY = 'restore.approval.enabled';
@@ -36,14 +49,14 @@ export function sourceConfigOf(
  * Binding (job id) -> the job's source configuration. A job that names no usable connection
  * throws, which the planner reports as an unresolvable target.
  */
-export function jobResolver(app: FastifyInstance): TargetResolver {
+export function jobResolver(deps: Pick<RestoreDeps, 'state' | 'config'>): TargetResolver {
   return async (binding) => {
-    const job = await app.engine.state.jobs.get(binding);
+    const job = await deps.state.jobs.get(binding);
     return job
       ? sourceConfigOf(
           job.config.source as Record<string, unknown> | undefined,
           binding,
-          app.engine.config.connections,
+          deps.config.connections,
         )
       : null;
   };
@@ -57,17 +70,13 @@ export function jobResolver(app: FastifyInstance): TargetResolver {
  * can show the same sentence as an advisory.
  */
 export async function restoreTargetAllowed(
-  app: FastifyInstance,
+  deps: Pick<RestoreDeps, 'state' | 'config'>,
   binding: string,
   request: Pick<RestoreRequest, 'target'>,
 ): Promise<string | null> {
-  const job = await app.engine.state.jobs.get(binding);
+  const job = await deps.state.jobs.get(binding);
   const override = (request.target as { bucketName?: string } | undefined)?.bucketName;
-  return restoreTargetRefusal(
-    job?.config.source as JobSource | undefined,
-    override,
-    app.engine.config.connections,
-  );
+  return restoreTargetRefusal(job?.config.source as JobSource | undefined, override, deps.config.connections);
 }
 
 /**
@@ -75,10 +84,10 @@ export async function restoreTargetAllowed(
  * recorded `ok` with `unchangedFrom` is read from the archive that holds its data (`runId`).
  */
 export async function planOptionsFor(
-  app: FastifyInstance,
+  deps: RestoreDeps,
   request: PlanOptions['request'],
 ): Promise<PlanOptions> {
-  const { state, keys, config, destinations } = app.engine;
+  const { state, keys, config, destinations } = deps;
   const run = await state.runs.get(request.runId);
   let isLatest = false;
   if (run) isLatest = (await state.runs.latestOk(run.jobId))?.id === run.id;
@@ -89,24 +98,27 @@ export async function planOptionsFor(
     operationalSecretKey: keys.operational?.secretKey ?? null,
     signerPublicKey: keys.signer.publicKey,
     request,
-    targetResolver: jobResolver(app),
+    targetResolver: jobResolver(deps),
     restoreRoots: config.restoreRoots,
     // The redis/s3 allow-list: an advisory in a dry run or verify, a refusal of a request or apply.
     targetChecks: [
       async (t) => {
-        const refused = await restoreTargetAllowed(app, t.target.binding, request);
+        const refused = await restoreTargetAllowed(deps, t.target.binding, request);
         return refused === null ? null : { code: 'ERR_RESTORE_TARGET_NOT_ALLOWED', message: refused };
       },
     ],
     isLatest,
-    now: app.engine.restoreClock,
+    now: deps.now,
   };
 }
 
-export async function approvalPolicy(
-  app: FastifyInstance,
-): Promise<{ enabled: boolean; minDelaySeconds: number }> {
-  const s = app.engine.state.settings;
+export interface ApprovalPolicy {
+  enabled: boolean;
+  minDelaySeconds: number;
+}
+
+/** The owner's approval policy (dual control), as stored in the settings. */
+export async function approvalPolicy(s: SettingsRepository): Promise<ApprovalPolicy> {
   const enabled = (await s.get<boolean>(APPROVAL_ENABLED_KEY)) === true;
   const d = await s.get<number>(APPROVAL_MIN_DELAY_KEY);
   return { enabled, minDelaySeconds: typeof d === 'number' && Number.isFinite(d) && d >= 0 ? d : 60 };

@@ -3,12 +3,9 @@
  * and hash every record in scope, so a viewer looping them could take the CPU and the store's
  * bandwidth from scheduled backups. At most `perEngine` run at once in this process and at most
  * `perCaller` per caller (`ENGINE_RESTORE_READS_PER_ENGINE` / `_PER_CALLER`, docs/configuration.md).
- * A read over either limit is refused at once with the specification's 429 (problem+json `rate
- * limited` with `Retry-After` and the advisory RateLimit headers), never queued: a queue would
- * still let one caller hold the engine's slots for as long as it keeps asking.
+ * A read over either limit is refused at once (the routes answer the specification's 429), never
+ * queued: a queue would still let one caller hold the engine's slots for as long as it keeps asking.
  */
-import type { FastifyReply } from 'fastify';
-import { sendRateLimited } from '../../plugins/replies.ts';
 
 export const READS_POLICY = 'restore-reads';
 
@@ -46,19 +43,13 @@ export class ReadSlots {
   }
 
   /**
-   * Runs `work` in a slot of `caller`, or answers 429 and returns the reply. The quota in the
-   * advisory headers is the per-caller one (what a caller can do about it).
+   * Runs `work` in a slot of `caller`; `{ busy: true }` (nothing run) when a limit is reached.
    */
-  async run<T>(caller: string, reply: FastifyReply, work: () => Promise<T>): Promise<T | FastifyReply> {
+  async run<T>(caller: string, work: () => Promise<T>): Promise<{ busy: false; value: T } | { busy: true }> {
     const release = this.acquire(caller);
-    if (release === null) {
-      reply.header('retry-after', '1');
-      reply.header('ratelimit-policy', `"${READS_POLICY}";q=${this.perCaller}`);
-      reply.header('ratelimit', `"${READS_POLICY}";r=0;t=1`);
-      return sendRateLimited(reply);
-    }
+    if (release === null) return { busy: true };
     try {
-      return await work();
+      return { busy: false, value: await work() };
     } finally {
       release();
     }
