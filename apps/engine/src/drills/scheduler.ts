@@ -10,9 +10,11 @@
  * most overdue first. A drill that ends `error` counts as a drill, so a broken job is retried at
  * its cadence, not in a loop.
  *
- * One at a time: a drill runs under the lease `drill.session` in the state store (renewed while it
- * runs; a crashed holder's lease expires), so two engine processes never drill at once; the live
- * session is kept in the setting `drill.session` so either process can name it.
+ * One at a time: a drill runs under the lease `drill.session` in the state store, fenced
+ * (src/tasks/leased-tasks.ts: renewed with its fencing token while it runs, checked before the
+ * evidence is recorded, so a drill whose lease was taken over records nothing; a crashed holder's
+ * lease expires), so two engine processes never drill at once; the live session is kept in the
+ * setting `drill.session` so either process can name it.
  *
  * Scratch: a drill restores only into the owner-configured scratch targets (ENGINE_CONNECTIONS_FILE
  * `scratch`: a directory, default `<data dir>/drills`; a redis connection and database; an s3
@@ -44,6 +46,7 @@ import { redisConnectorUrl, s3ConnectorSettings } from '../connections/resolve.t
 import { DRILL_EVIDENCE_PREFIX } from '../restores/index.ts';
 import { acquirePin, pinId, releasePin } from '../runs/pins.ts';
 import { archiveRunOf } from '../runs/unchanged.ts';
+import { LeasedTasks } from '../tasks/leased-tasks.ts';
 
 export const DRILL_LEASE = 'drill.session';
 export const DRILL_SESSION_SETTING = 'drill.session';
@@ -82,6 +85,11 @@ export interface DrillSchedulerOptions {
   leaseSeconds?: number;
   /** The clock (tests inject one); evidence times and cadence checks use it. */
   now?: () => Date;
+  /**
+   * Test-only: awaited right before a drill's commit point (its evidence and audit event), so a
+   * test can take the drill lease over at that moment. Never set from the environment.
+   */
+  beforeRecord?: (session: DrillSession) => Promise<void>;
 }
 
 export type DrillStart =
@@ -103,6 +111,8 @@ export class DrillService {
   private running: Promise<unknown> | null = null;
   private sweeping: Promise<number> | null = null;
   private stopped = false;
+  /** The drill of this process under the `drill.session` lease (fenced; see src/tasks/). */
+  private readonly tasks: LeasedTasks;
 
   constructor(app: FastifyInstance, options: DrillSchedulerOptions = {}) {
     this.app = app;
@@ -110,6 +120,16 @@ export class DrillService {
     this.now = options.now ?? (() => new Date());
     // The run service's persisted instance id: a restarted engine takes its own lease back at once.
     this.holder = `${app.runs.holder}:drills`;
+    this.tasks = new LeasedTasks({
+      leases: app.state.leases,
+      holder: this.holder,
+      ttlMs: this.leaseMs,
+      onLost: (_key, lease, reason) =>
+        app.log.warn(
+          { event: 'drill-lease-lost', fence: lease.fence, reason },
+          'drill stopped: its lease was lost; this process records no evidence for it',
+        ),
+    });
   }
 
   private get leaseMs(): number {
@@ -188,7 +208,7 @@ export class DrillService {
     if (!key) return { kind: 'no-key' };
     // An unchanged run (skipUnchanged) has no archive of its own: drill the one that holds its data.
     const archiveRunId = await archiveRunOf(state.runs, run);
-    const lease = await state.leases.acquire(DRILL_LEASE, this.holder, this.leaseMs);
+    const lease = await this.tasks.acquire(DRILL_LEASE);
     const mine = this.current as DrillSession | null; // set meanwhile by a concurrent start
     if (!lease || mine) {
       const other = await state.settings.get<DrillSession>(DRILL_SESSION_SETTING);
@@ -197,7 +217,7 @@ export class DrillService {
     // Under the lease, a scheduled drill checks again that it is still due: another process may
     // have drilled the job between this one's check and its lease.
     if (options.trigger === 'schedule' && !(await this.due()).includes(job.id)) {
-      await state.leases.release(DRILL_LEASE, this.holder).catch(() => undefined);
+      await this.tasks.release(lease);
       return { kind: 'not-due' };
     }
     const session: DrillSession = {
@@ -216,22 +236,26 @@ export class DrillService {
       runId: archiveRunId,
     };
     await acquirePin(state.settings, pin).catch(async (e) => {
-      await state.leases.release(DRILL_LEASE, this.holder).catch(() => undefined);
+      await this.tasks.release(lease);
       throw e;
     });
+    // A concurrent start in this process took the (re-entrant) lease meanwhile: it drills.
+    const raced = this.current as DrillSession | null;
+    if (raced || this.tasks.has(DRILL_LEASE)) {
+      await releasePin(state.settings, pin.id);
+      return { kind: 'busy', sessionId: raced?.sessionId ?? null };
+    }
     this.current = session;
     await state.settings.set(DRILL_SESSION_SETTING, session);
-    const renew = setInterval(
-      () => void state.leases.renew(DRILL_LEASE, this.holder, this.leaseMs).catch(() => undefined),
-      Math.max(250, Math.floor(this.leaseMs / 3)),
-    );
-    renew.unref();
     const actor = options.request
       ? this.app.audit.actorOf(options.request)
       : { actor: { email: null, subject: null, method: 'engine' as const } };
     const dests = (job.config.destinations as string[] | undefined) ?? ['default'];
     const store = destinations.get(dests[0] ?? 'default') ?? destinations.get('default')!;
-    const done = (async (): Promise<DrillEvidence | null> => {
+    // Under the lease, fenced: renewed with its fencing token; lost (taken over after this process
+    // stood still past its expiry), the drill records no evidence, no audit event, and leaves the
+    // session record to the new holder.
+    const handle = this.tasks.adopt(DRILL_LEASE, lease, async (ctx): Promise<DrillEvidence | null> => {
       let ns: DrillNamespace | null = null;
       try {
         // Under the lease no other drill runs anywhere: a namespace still recorded is a crashed one.
@@ -260,6 +284,9 @@ export class DrillService {
         const used = ns;
         ns = null;
         await this.removeScratch(used);
+        await this.o.beforeRecord?.(session);
+        // The commit point: only the lease's holder records the drill.
+        await ctx.lease.assertHeld();
         await state.settings.set(`${DRILL_EVIDENCE_PREFIX}${ev.id}`, ev);
         this.lastEvidence = ev;
         await this.app.audit.append({
@@ -283,19 +310,20 @@ export class DrillService {
         );
         return ev;
       } catch (e) {
-        this.app.log.warn({ event: 'drill-failed', code: (e as { code?: unknown }).code }, 'drill failed');
+        if (!ctx.lost)
+          this.app.log.warn({ event: 'drill-failed', code: (e as { code?: unknown }).code }, 'drill failed');
         return null;
       } finally {
         // A drill that threw before its removal above: its namespace goes here; one that cannot be
         // removed now stays recorded and is retried at the next drill or start.
         if (ns !== null) await this.removeScratch(ns);
-        clearInterval(renew);
         this.current = null;
         await releasePin(state.settings, pin.id);
-        await state.settings.delete(DRILL_SESSION_SETTING).catch(() => undefined);
-        await state.leases.release(DRILL_LEASE, this.holder).catch(() => undefined);
+        // The session record belongs to whoever holds the lease now (LeasedTasks releases ours).
+        if (!ctx.lost) await state.settings.delete(DRILL_SESSION_SETTING).catch(() => undefined);
       }
-    })();
+    });
+    const done = handle.done.then((ev) => ev ?? null);
     this.running = done;
     return { kind: 'started', session, done };
   }
