@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The benchmark data set of PERFORMANCE-NOTES.md ("20,000 files of 1-64 KiB (half text, half
+// The benchmark data set (ARCHITECTURE.md "Benchmarks": "20,000 files of 1-64 KiB (half text, half
 // random), 20 files of 25 MiB random, about 227 MiB of compressible log text: ~ 1 GiB, generated
 // with a fixed seed"), shared by bench/archive.mjs and other benchmarks (e.g. bench/backup.mjs).
 //

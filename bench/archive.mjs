@@ -9,7 +9,7 @@
 // Data set: bench/archive-dataset.mjs (fixed seed, under bench/.data/, git-ignored): 20,000 files
 // of 1-64 KiB, log-uniform sizes (half log text, half random), 20 files of 25 MiB random, 227 MiB
 // of log text in 8 files: 1,024 MiB. See that file for why log-uniform is the reading of
-// PERFORMANCE-NOTES.md's "1-64 KiB ... ~ 1 GiB".
+// "1-64 KiB ... ~ 1 GiB" (ARCHITECTURE.md "Benchmarks").
 //
 // What is timed: seal = reading every file from the source tree, createArchiveWriter, addRecord
 // for each file in name order, finish (index, signature, manifest, _RECOVERY/): the destination is

@@ -1,37 +1,112 @@
 #!/usr/bin/env node
-// Fails when a workspace package depends on another along an edge that ARCHITECTURE.md does not
-// allow (dependency direction is one-way; nothing imports "up"). @coffer/testkit, the private
-// test helpers, may be a devDependency of anything and a dependency of nothing.
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+// Dependency direction, checked in CI (`pnpm lint`); ARCHITECTURE.md describes both tables.
+//
+// 1. Between workspace packages: a package may depend only on the packages its row allows
+//    (one-way; nothing imports "up"). @coffer/testkit, the private test helpers, may be a
+//    devDependency of anything and a dependency of nothing. Every workspace package needs a row,
+//    and every row names a package that exists.
+// 2. Inside the engine (apps/engine/src): each room (a top-level folder, or the foundation files)
+//    may import only the rooms its row allows: routes -> plugins -> services -> foundation and
+//    packages, never the reverse. A file's relative imports (`from './x.ts'`, `import('./x.ts')`)
+//    are read with a regular expression: the rule is about where code lives, not about types.
+//
+// Usage: node scripts/check-deps.mjs [repository root]   (default: the current directory)
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve, sep } from 'node:path';
+
+const root = resolve(process.argv[2] ?? '.');
 
 const allowed = {
   '@coffer/crypto': [],
   '@coffer/objectstore': [],
   '@coffer/authz': [],
   '@coffer/state': [],
-  '@coffer/notify': [],
   '@coffer/testkit': [],
   '@coffer/sources': ['@coffer/objectstore'],
   '@coffer/audit': ['@coffer/crypto'],
-  '@coffer/update': ['@coffer/crypto'],
   '@coffer/archive': ['@coffer/crypto', '@coffer/objectstore'],
   '@coffer/restore': ['@coffer/crypto', '@coffer/archive', '@coffer/objectstore', '@coffer/sources'],
   '@coffer/recover': ['@coffer/crypto', '@coffer/objectstore', '@coffer/archive'],
   '@coffer/engine': '*',
 };
+
+/**
+ * The engine's rooms and what each may import. `foundation` is the files at the top of src/ that
+ * everything builds on; `root` is the composition root (app.ts builds the server from every room;
+ * main.ts, start.ts, index.ts and openapi.ts start or describe it).
+ */
+const FOUNDATION = new Set([
+  'config.ts',
+  'errors.ts',
+  'keys.ts',
+  'version.ts',
+  'context.ts',
+  'node-flags.ts',
+]);
+const ROOT = new Set(['app.ts', 'main.ts', 'start.ts', 'index.ts', 'openapi.ts']);
+const engineRooms = {
+  root: '*',
+  routes: [
+    'plugins',
+    'restores',
+    'drills',
+    'runs',
+    'jobs',
+    'connections',
+    'bundle',
+    'metrics',
+    'audit',
+    'auth',
+    'state',
+    'foundation',
+  ],
+  plugins: [
+    'restores',
+    'drills',
+    'runs',
+    'jobs',
+    'tasks',
+    'connections',
+    'audit',
+    'auth',
+    'state',
+    'foundation',
+  ],
+  drills: ['restores', 'runs', 'jobs', 'tasks', 'connections', 'state', 'foundation'],
+  restores: ['runs', 'jobs', 'tasks', 'connections', 'audit', 'state', 'foundation'],
+  bundle: ['runs', 'jobs', 'state', 'foundation'],
+  metrics: ['state', 'foundation'],
+  runs: ['jobs', 'tasks', 'connections', 'state', 'foundation'],
+  jobs: ['connections', 'foundation'],
+  audit: ['auth', 'state', 'foundation'],
+  auth: ['foundation'],
+  state: ['foundation'],
+  tasks: [],
+  // config.ts parses ENGINE_CONNECTIONS_FILE through connections/config.ts.
+  connections: ['foundation'],
+  foundation: ['connections'],
+};
+
 let bad = 0;
+const fail = (message) => {
+  console.error(`check-deps: ${message}`);
+  bad++;
+};
+
+// 1. Packages.
+const names = new Set();
 for (const top of ['packages', 'apps']) {
-  for (const dir of readdirSync(top)) {
-    const file = join(top, dir, 'package.json');
+  if (!existsSync(join(root, top))) continue;
+  for (const dir of readdirSync(join(root, top))) {
+    const file = join(root, top, dir, 'package.json');
     if (!existsSync(file)) continue;
     const pkg = JSON.parse(readFileSync(file, 'utf8'));
+    names.add(pkg.name);
     const rule = allowed[pkg.name];
     if (rule === undefined) {
-      console.error(
-        `check-deps: ${pkg.name} (${file}) has no entry in scripts/check-deps.mjs; add its allowed edges`,
+      fail(
+        `${pkg.name} (${relative(root, file)}) has no entry in scripts/check-deps.mjs; add its allowed edges`,
       );
-      bad++;
       continue;
     }
     for (const [kind, deps] of [
@@ -41,13 +116,64 @@ for (const top of ['packages', 'apps']) {
       for (const dep of Object.keys(deps ?? {})) {
         if (!dep.startsWith('@coffer/')) continue;
         if (dep === '@coffer/testkit' && kind === 'devDependencies') continue;
-        if (rule === '*' ? dep === '@coffer/engine' : !rule.includes(dep)) {
-          console.error(`check-deps: ${pkg.name} may not depend on ${dep} (${kind}); see ARCHITECTURE.md`);
-          bad++;
-        }
+        if (rule === '*' ? dep === '@coffer/engine' : !rule.includes(dep))
+          fail(`${pkg.name} may not depend on ${dep} (${kind}); see ARCHITECTURE.md "Packages"`);
       }
     }
   }
 }
+for (const name of Object.keys(allowed))
+  if (!names.has(name)) fail(`${name} has a row in scripts/check-deps.mjs but no package; remove the row`);
+
+// 2. The engine's rooms.
+const src = join(root, 'apps', 'engine', 'src');
+function roomOf(file) {
+  const rel = relative(src, file).split(sep);
+  if (rel.length === 1) return FOUNDATION.has(rel[0]) ? 'foundation' : ROOT.has(rel[0]) ? 'root' : null;
+  return rel[0];
+}
+function* sources(dir) {
+  for (const name of readdirSync(dir)) {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) yield* sources(path);
+    else if (name.endsWith('.ts')) yield path;
+  }
+}
+const IMPORT = /(?:\bfrom\s+|\bimport\s*\(\s*|^\s*import\s+)['"](\.{1,2}\/[^'"]+)['"]/gm;
+if (existsSync(src)) {
+  for (const file of sources(src)) {
+    const room = roomOf(file);
+    const where = relative(root, file);
+    if (room === null) {
+      fail(
+        `${where} is a top-level engine file in no room; add it to FOUNDATION or ROOT in scripts/check-deps.mjs`,
+      );
+      continue;
+    }
+    const rule = engineRooms[room];
+    if (rule === undefined) {
+      fail(
+        `${where}: the engine room ${room}/ has no row in scripts/check-deps.mjs; add its allowed imports`,
+      );
+      continue;
+    }
+    if (rule === '*') continue;
+    const text = readFileSync(file, 'utf8');
+    for (const m of text.matchAll(IMPORT)) {
+      const target = resolve(dirname(file), m[1]);
+      if (!target.startsWith(src + sep)) {
+        fail(`${where} imports ${m[1]}, outside the engine's src/`);
+        continue;
+      }
+      const to = roomOf(target);
+      if (to === room) continue;
+      if (to === 'root' || to === null || !rule.includes(to))
+        fail(
+          `${where} (${room}) may not import ${m[1]} (${to ?? 'unknown'}); see ARCHITECTURE.md "Engine rooms"`,
+        );
+    }
+  }
+}
+
 if (bad) process.exit(1);
-console.log('check-deps: dependency direction ok');
+console.log('check-deps: dependency direction ok (packages and engine rooms)');

@@ -38,7 +38,7 @@ export function tally(dir, warm = false) {
 
 /**
  * The shared data set (bench/archive-dataset.mjs: the same bytes bench:archive seals; ~1 GiB at
- * scale 1, as PERFORMANCE-NOTES.md describes), generated once, with every file read once so that
+ * scale 1, as ARCHITECTURE.md "Benchmarks" describes), generated once, with every file read once so that
  * whichever tool goes first does not pay the cold reads for the other.
  */
 export function warmDataSet(scale) {

@@ -1,5 +1,6 @@
-// Workspace conventions that no single package owns (STYLE.md habits 1, 11 and the import rule
-// of ARCHITECTURE.md), checked over every workspace package so a regression fails CI:
+// Workspace conventions that no single package owns (one public surface per package, changesets,
+// and the import rule of ARCHITECTURE.md "Packages"), checked over every workspace package so a
+// regression fails CI:
 // - every changeset parses the way `changeset version` reads it, names published packages only,
 //   and has a sentence; every published package has at least one changeset;
 // - every package.json is ESM with an exports map whose conditions list `types` first, ships

@@ -31,8 +31,8 @@ import {
 } from '@coffer/audit';
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
+import { type EngineCaller, roleName } from '../auth/caller.ts';
 import type { EngineConfig } from '../config.ts';
-import { type EngineCaller, roleName } from '../plugins/auth.ts';
 import type { State } from '../state/index.ts';
 import { ENGINE_VERSION } from '../version.ts';
 

@@ -14,30 +14,16 @@
  * is re-resolved from the subject on every request. Tokens never reach a log line: refusals are
  * logged with a coarse reason only.
  */
-import { ADMIN_TOKEN_CALLER, type Caller, isCustomRole, type RoleAssignment } from '@coffer/authz';
+import { ADMIN_TOKEN_CALLER } from '@coffer/authz';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { type AdminTokenChecker, bearerOf } from '../auth/admin-token.ts';
+import type { AuthMethod, EngineCaller } from '../auth/caller.ts';
 import { PERIMETER_HEADER, type PerimeterVerifier } from '../auth/perimeter.ts';
 import { adminTokenRetired, roleOfSubject, type State } from '../state/index.ts';
 import { sendStateUnavailable, sendUnauthorised } from './replies.ts';
 
-export type AuthMethod = 'perimeter-access' | 'admin-token';
-
-/** The authenticated caller of one request. */
-export interface EngineCaller {
-  method: AuthMethod;
-  /** Stable subject (the authorisation key); null for the admin token. */
-  subject: string | null;
-  email: string | null;
-  role: RoleAssignment;
-  /** Where the role came from: the admin token, an assignment in the role table, or the viewer floor. */
-  roleSource: 'admin-token' | 'assigned' | 'default';
-  /** Seconds since the epoch of the underlying sign-in, when known. */
-  authenticatedAt: number | null;
-  /** The caller as @coffer/authz sees it. */
-  authz: Caller;
-}
+export { type AuthMethod, type EngineCaller, roleName } from '../auth/caller.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -59,11 +45,6 @@ export interface AuthOptions {
 /** The value the router puts in `x-engine-caller`. */
 export function callerHeader(caller: EngineCaller): string {
   return JSON.stringify({ method: caller.method, subject: caller.subject });
-}
-
-/** The role's display name: a built-in name or the custom role's name. */
-export function roleName(role: RoleAssignment): string {
-  return isCustomRole(role) ? role.name : role;
 }
 
 async function auth(app: FastifyInstance, options: AuthOptions): Promise<void> {
