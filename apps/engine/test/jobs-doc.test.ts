@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { markdownTable, repoRoot } from '@coffer/testkit';
 import t from 'tap';
-import { Source, UpsertBody } from '../src/routes/admin/jobs/schema.ts';
+import { Source, UpsertBody } from '../src/jobs/schema.ts';
 
 const doc = readFileSync(join(repoRoot(), 'docs', 'jobs.md'), 'utf8');
 

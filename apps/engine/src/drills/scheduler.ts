@@ -43,6 +43,7 @@ import {
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { RedisConnection, S3Connection } from '../connections/config.ts';
 import { redisConnectorUrl, s3ConnectorSettings } from '../connections/resolve.ts';
+import { jobDestinations } from '../jobs/index.ts';
 import { DRILL_EVIDENCE_PREFIX } from '../restores/index.ts';
 import { acquirePin, pinId, releasePin } from '../runs/pins.ts';
 import { archiveRunOf } from '../runs/unchanged.ts';
@@ -250,7 +251,7 @@ export class DrillService {
     const actor = options.request
       ? this.app.audit.actorOf(options.request)
       : { actor: { email: null, subject: null, method: 'engine' as const } };
-    const dests = (job.config.destinations as string[] | undefined) ?? ['default'];
+    const dests = jobDestinations(job.config);
     const store = destinations.get(dests[0] ?? 'default') ?? destinations.get('default')!;
     // Under the lease, fenced: renewed with its fencing token; lost (taken over after this process
     // stood still past its expiry), the drill records no evidence, no audit event, and leaves the

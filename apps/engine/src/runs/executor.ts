@@ -33,6 +33,7 @@ import {
 } from '@coffer/archive';
 import type { ObjectStore } from '@coffer/objectstore';
 import type { HeldLease, RunDestinationState, RunRecord, State } from '@coffer/state';
+import { jobDestinations, type RunJob } from '../jobs/index.ts';
 import { decodeCheckpoint, encodeCheckpoint, nameMark, type VanishedMark } from './checkpoint.ts';
 import { giveReadMemory, readAhead, takeReadMemory } from './feed.ts';
 import { type Classification, classifyFailure, RunError } from './reasons.ts';
@@ -59,18 +60,8 @@ export interface RunKeys {
 }
 
 /** The job fields the executor reads. */
-export interface RunJob {
-  id: string;
-  source: JobSource;
-  destinations?: string[];
-  enabled?: boolean;
-  cadenceSeconds?: number;
-  retention?: { keepLast?: number; keepDays?: number };
-  /** Record an unchanged source as `ok` with `unchangedFrom` instead of sealing it again (unchanged.ts). */
-  skipUnchanged?: boolean;
-  /** The listing cap: most source entries one run lists (default DEFAULT_MAX_ENTRIES). */
-  maxEntries?: number;
-}
+/** A stored job as the executor reads it (jobs/job.ts). */
+export type { RunJob } from '../jobs/index.ts';
 
 /** A job's default listing cap (docs/jobs.md `maxEntries`): 10,000 pages of 200, as before. */
 export const DEFAULT_MAX_ENTRIES = 2_000_000;
@@ -172,7 +163,7 @@ export async function attemptRun(
   run: RunRecord,
   signal: AbortSignal,
 ): Promise<AttemptOutcome> {
-  const destIds = job.destinations && job.destinations.length > 0 ? job.destinations : ['default'];
+  const destIds = jobDestinations(job);
   const dests: DestinationStates = {};
   for (const id of destIds) dests[id] = { state: 'pending', updatedAt: nowIso() };
   const lanes: Lane[] = [];

@@ -13,6 +13,7 @@
  */
 import type { ObjectStore } from '@coffer/objectstore';
 import type { LeaseToken, RunRecord, State } from '@coffer/state';
+import { runJobOf } from '../jobs/index.ts';
 import type { AttemptOutcome, RunJob, RunLogger } from './executor.ts';
 import { REASON_RUN_FAILED } from './reasons.ts';
 import { deleteRunObjects } from './retention.ts';
@@ -186,7 +187,7 @@ export class RunLifecycle {
     });
     const job = await this.o.state.jobs.get(jobId);
     await this.finalCleanup(
-      (job?.config as unknown as RunJob | undefined) ?? { id: jobId, source: { type: 'files' } },
+      job ? runJobOf(job) : { id: jobId, source: { type: 'files' } },
       run.id,
       run.destinations,
     );

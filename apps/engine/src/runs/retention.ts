@@ -34,6 +34,7 @@
 import { layout, listRuns, readRunManifest } from '@coffer/archive';
 import type { ObjectStore } from '@coffer/objectstore';
 import type { RunRecord, State } from '@coffer/state';
+import { jobDestinations } from '../jobs/index.ts';
 import type { RunJob, RunLogger } from './executor.ts';
 import { activePins, type RetentionPin } from './pins.ts';
 
@@ -125,7 +126,7 @@ export async function pruneJob(deps: PruneDeps, job: RunJob): Promise<PruneResul
   const keepLast = job.retention?.keepLast;
   const keepDays = job.retention?.keepDays;
   if (keepLast === undefined && keepDays === undefined) return result;
-  const destIds = job.destinations && job.destinations.length > 0 ? job.destinations : ['default'];
+  const destIds = jobDestinations(job);
 
   let ring: RunRecord[];
   let stateLatestOk: RunRecord | null;

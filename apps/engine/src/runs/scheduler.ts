@@ -12,6 +12,7 @@
  */
 import type { ObjectStore } from '@coffer/objectstore';
 import type { Lease, RunRecord, State } from '@coffer/state';
+import { runJobOf } from '../jobs/index.ts';
 import type { RunJob, RunKeys, RunLogger } from './executor.ts';
 import type { RunLifecycle } from './lifecycle.ts';
 import { type PruneResult, pruneJob } from './retention.ts';
@@ -165,7 +166,7 @@ export class RunScheduler {
   async pruneAll(standDowns: string[] = []): Promise<PruneResult[]> {
     const out: PruneResult[] = [];
     for (const rec of await this.o.state.jobs.list()) {
-      const job = rec.config as unknown as RunJob;
+      const job = runJobOf(rec);
       if (job.enabled === false) {
         await this.standDown(job.id, 'prune');
         standDowns.push(job.id);
@@ -203,7 +204,7 @@ export class RunScheduler {
   private async dispatchDue(r: { dispatched: string[]; standDowns: string[] }): Promise<void> {
     for (const rec of await this.o.state.jobs.list()) {
       if (this.stopped) return;
-      const job = rec.config as unknown as RunJob;
+      const job = runJobOf(rec);
       if (this.host.busyWith(job.id)) continue;
       const latest = (await this.o.state.runs.listForJob(job.id, { limit: 1 }))[0];
       if (latest && (latest.status === 'running' || latest.status === 'parked')) continue;
@@ -244,7 +245,7 @@ export class RunScheduler {
           r.abandoned.push(run.id);
           continue;
         }
-        const config = job.config as unknown as RunJob;
+        const config = runJobOf(job);
         if (config.enabled === false && run.status === 'parked') continue;
         const d = run.detail as { strikes?: number; interrupted?: string | null };
         const strike = run.status === 'running' && d.interrupted !== 'shutdown' ? 1 : 0;

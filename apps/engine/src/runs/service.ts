@@ -15,6 +15,7 @@
  */
 import type { ObjectStore } from '@coffer/objectstore';
 import { isStateError, type Lease, type RunRecord, type State } from '@coffer/state';
+import { jobDestinations, runJobOf } from '../jobs/index.ts';
 import { LeasedTasks } from '../tasks/leased-tasks.ts';
 import { runDestinations } from './destinations.ts';
 import {
@@ -210,7 +211,7 @@ export class RunService {
   async trigger(jobId: string, trigger = 'manual'): Promise<TriggerResult> {
     const job = await this.o.state.jobs.get(jobId);
     if (!job) return { kind: 'not-found' };
-    const config = job.config as unknown as RunJob;
+    const config = runJobOf(job);
     if (config.enabled === false) return { kind: 'paused' };
     return this.startRun(config, trigger, false);
   }
@@ -247,7 +248,7 @@ export class RunService {
         return { kind: 'in-flight', runId: null };
       }
       const prev = await this.o.state.runs.latestOk(job.id);
-      const destIds = job.destinations && job.destinations.length > 0 ? job.destinations : ['default'];
+      const destIds = jobDestinations(job);
       const startedAt = this.now();
       started = await this.o.state.runs.start({
         id: newRunId(startedAt),

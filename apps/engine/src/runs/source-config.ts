@@ -12,7 +12,9 @@ import type { ConnectionsConfig } from '../connections/config.ts';
 import { connectorConfig } from '../connections/resolve.ts';
 
 /** A job's `source` object as the jobs routes validated it. */
-export type JobSource = { type: string } & Record<string, unknown>;
+import type { JobSource } from '../jobs/index.ts';
+
+export type { JobSource };
 
 /**
  * The connector configuration of a job's source (`binding` = the job id), secrets resolved from

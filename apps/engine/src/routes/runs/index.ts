@@ -12,10 +12,10 @@
 import type { State } from '@coffer/state';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
+import { ID_PATTERN, jobDestinations } from '../../jobs/index.ts';
 import { REASON_RUN_FAILED } from '../../runs/reasons.ts';
 import { STAND_DOWN_PREFIX } from '../../runs/service.ts';
 import { runObject, runObjects } from '../../runs/view.ts';
-import { ID_PATTERN } from '../admin/jobs/schema.ts';
 
 const Id = Type.String({ pattern: ID_PATTERN });
 const TriggerBody = Type.Object({ id: Id }, { additionalProperties: false });
@@ -149,7 +149,7 @@ export default async function runsRoutes(app: FastifyInstance): Promise<void> {
         return reply.code(404).send({ error: 'job not found' });
       const out = [];
       for (const j of jobs) {
-        const dests = (j.config.destinations as string[] | undefined) ?? ['default'];
+        const dests = jobDestinations(j.config);
         const ring = await state.runs.listForJob(j.id);
         const latest = ring[0] ?? null;
         out.push({
@@ -203,9 +203,7 @@ export default async function runsRoutes(app: FastifyInstance): Promise<void> {
           default: id === 'default',
           kind: store.description.startsWith('s3://') ? 's3' : 'fs',
           description: store.description,
-          jobs: jobs
-            .filter((j) => ((j.config.destinations as string[] | undefined) ?? ['default']).includes(id))
-            .map((j) => j.id),
+          jobs: jobs.filter((j) => jobDestinations(j.config).includes(id)).map((j) => j.id),
         })),
       };
     },

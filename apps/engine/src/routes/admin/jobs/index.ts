@@ -16,10 +16,17 @@ import type { FastifyInstance } from 'fastify';
 import { Compile } from 'typebox/compile';
 import type { RequestAuditEvent } from '../../../audit/index.ts';
 import { checkJobSource, inlineFieldRefusal, type JobRefusal } from '../../../connections/resolve.ts';
+import {
+  BulkBody,
+  DeleteBody,
+  type JobConfig,
+  MAX_BATCH,
+  normaliseJob,
+  UpsertBody,
+} from '../../../jobs/index.ts';
 import type { EngineCaller } from '../../../plugins/auth.ts';
 import { runObjects } from '../../../runs/view.ts';
 import { ifMatchRevOf, refusalBody } from './preconditions.ts';
-import { BulkBody, DeleteBody, type JobConfig, MAX_BATCH, normaliseJob, UpsertBody } from './schema.ts';
 
 type UpsertResult =
   | {
@@ -59,7 +66,7 @@ class CadenceRefused extends Error {}
 async function upsert(state: State, caller: EngineCaller, body: UpsertBody): Promise<UpsertResult> {
   const sent = ifMatchRevOf(body);
   const job = normaliseJob(body);
-  const config = job as unknown as { id: string } & Record<string, unknown>;
+  const config = job;
   const mayChangeCadence = can(caller.authz, 'scheduledtest.config');
   const guard = mayChangeCadence
     ? undefined

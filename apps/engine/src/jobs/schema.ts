@@ -1,6 +1,7 @@
 /**
- * The job (a configured backup) as TypeBox schemas, used for request validation on the routes
- * and documented in docs/jobs.md. Unknown properties are refused at every level: a job is a
+ * The job (a configured backup) as TypeBox schemas: request validation on the routes
+ * (routes/admin/jobs), the stored shape, and the type every reader of a job uses (jobs/job.ts);
+ * documented in docs/jobs.md. Unknown properties are refused at every level: a job is a
  * whole-object upsert, so a misspelt field must fail loudly rather than be dropped. Endpoints and
  * credentials are never part of a job: a redis or s3 source names a connection that only the
  * deployment's configuration defines (ENGINE_CONNECTIONS_FILE, src/connections).
@@ -119,19 +120,30 @@ export const DeleteBody = Type.Object(
 );
 export type DeleteBody = Static<typeof DeleteBody>;
 
-/** The stored job: the input with defaults applied and no precondition or revision fields. */
-export interface JobConfig {
-  id: string;
-  name?: string;
-  cadenceSeconds: number;
-  enabled: boolean;
-  source: Static<typeof Source>;
-  destinations: string[];
-  retention?: Static<typeof Retention>;
-  skipUnchanged?: boolean;
-  maxEntries?: number;
-  restoreTestCadenceSeconds: number | null;
-}
+/**
+ * The stored job: the input with defaults applied and no precondition or revision fields. The
+ * same schema gives the route validation (`JobInput`, `UpsertBody`), the stored shape and, through
+ * `JobConfig`, the type the run executor, the scheduler, drills and restores read (jobs/job.ts).
+ */
+export const StoredJob = Type.Object(
+  {
+    id: Id,
+    name: jobFields.name,
+    cadenceSeconds: jobFields.cadenceSeconds,
+    enabled: Type.Boolean(),
+    source: Source,
+    destinations: Type.Array(Id, { minItems: 1, maxItems: 16, uniqueItems: true }),
+    retention: Type.Optional(Retention),
+    skipUnchanged: Type.Optional(Type.Boolean()),
+    maxEntries: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_MAX_ENTRIES })),
+    restoreTestCadenceSeconds: Type.Union([
+      Type.Integer({ minimum: 3600, maximum: MAX_CADENCE_SECONDS }),
+      Type.Null(),
+    ]),
+  },
+  strict,
+);
+export type JobConfig = Static<typeof StoredJob>;
 
 /** Applies the documented defaults; drops `ifMatchRev` and `configRev`. */
 export function normaliseJob(input: JobInput | UpsertBody): JobConfig {
