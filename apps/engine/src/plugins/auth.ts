@@ -18,7 +18,7 @@ import { ADMIN_TOKEN_CALLER } from '@coffer/authz';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { type AdminTokenChecker, bearerOf } from '../auth/admin-token.ts';
-import type { AuthMethod, EngineCaller } from '../auth/caller.ts';
+import type { EngineCaller } from '../auth/caller.ts';
 import { PERIMETER_HEADER, type PerimeterVerifier } from '../auth/perimeter.ts';
 import { adminTokenRetired, roleOfSubject, type State } from '../state/index.ts';
 import { sendStateUnavailable, sendUnauthorised } from './replies.ts';

@@ -39,7 +39,6 @@ import { giveReadMemory, readAhead, takeReadMemory } from './feed.ts';
 import { type Classification, classifyFailure, RunError } from './reasons.ts';
 import {
   isSkippedEntry,
-  type JobSource,
   type RunSource,
   type RunSourceRecord,
   selectorOf,
