@@ -37,12 +37,7 @@ import { jobDestinations, type RunJob } from '../jobs/index.ts';
 import { decodeCheckpoint, encodeCheckpoint, nameMark, type VanishedMark } from './checkpoint.ts';
 import { giveReadMemory, readAhead, takeReadMemory } from './feed.ts';
 import { type Classification, classifyFailure, RunError } from './reasons.ts';
-import {
-  isSkippedEntry,
-  type RunSource,
-  type RunSourceRecord,
-  selectorOf,
-} from './source.ts';
+import { isSkippedEntry, type RunSource, type RunSourceRecord, selectorOf } from './source.ts';
 import {
   archiveOf,
   archivePresent,
