@@ -14,6 +14,11 @@
 // - restic: `restic restore latest --target DIR` from a repository made once with `restic backup`
 //   of the same tree (restic verifies each blob's MAC and hash while it restores; it has no
 //   separate verify-everything-first phase).
+// - coffer-recover: `coffer-recover extract --from <the engine's destination directory> --run ID
+//   --key <break-glass secret key> --to DIR --trust-unpinned-signer` (apps/recover/dist/cli.js; the
+//   offline path an operator takes without the engine: every record checked against its SHA-384
+//   before it is put in place, no separate verify phase), next to `restic restore` as a ratio
+//   (target >= 1.0). BENCH_SKIP_RECOVER=1 leaves it out.
 // - optionally (BENCH_DIRECT=1) the same apply through @coffer/restore in this process, with the
 //   engine's keys, to separate HTTP/engine costs from the package's.
 // Fairness: the page cache is warmed (source read once, both repositories are read once by a
@@ -26,7 +31,7 @@
 // files just after 20,000 were removed costs 0.1-1 ms of kernel CPU per create, and which tool
 // lands in the block groups of the removed tree depends on where the kernel places directories:
 // removing between restores measured that allocator state as much as either restore.
-// Environment: BENCH_SCALE (default 1), BENCH_REPEAT (default 3), BENCH_SKIP_RESTIC=1,
+// Environment: BENCH_SCALE (default 1), BENCH_REPEAT (default 3), BENCH_SKIP_RESTIC=1, BENCH_SKIP_RECOVER=1,
 // BENCH_DIRECT=1, BENCH_REMOVE_BETWEEN=1, BENCH_ENGINE_ARGS (extra node flags for the engine, e.g.
 // "--cpu-prof --cpu-prof-dir=/tmp/p"), BENCH_ENGINE_MAIN (another build's main.js).
 import { spawnSync } from 'node:child_process';
@@ -58,6 +63,7 @@ const {
   api,
   stop: stopEngine,
   exit: engineExit,
+  breakGlassKeyFile,
 } = await startEngine({ work, engineMain, engineArgs, env: { ENGINE_RESTORE_ROOTS: targets } });
 const requireFromEngine = createRequire(join(root, 'apps/engine/package.json'));
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -178,6 +184,39 @@ function resticRestore(label) {
   return { label, seconds, cpu };
 }
 
+// The offline reader: coffer-recover extract, as a child process (its CPU counts as a child's).
+const haveRecover = given.BENCH_SKIP_RECOVER !== '1';
+const recoverCli = join(root, 'apps/recover/dist/cli.js');
+function recoverExtract(label) {
+  const dir = freshTarget();
+  const c0 = childrenCpu();
+  const t0 = performance.now();
+  const r = spawnSync(
+    process.execPath,
+    [
+      recoverCli,
+      'extract',
+      '--from',
+      join(engineData, 'destination'),
+      '--run',
+      runId,
+      '--key',
+      breakGlassKeyFile,
+      '--to',
+      dir,
+      '--trust-unpinned-signer',
+      '--no-progress',
+    ],
+    { stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' },
+  );
+  const seconds = (performance.now() - t0) / 1000;
+  if (r.status !== 0) throw new Error(`${label}: coffer-recover exit ${r.status}: ${r.stderr}`);
+  const cpu = childrenCpu() - c0;
+  checkTree(dir, label);
+  done(dir);
+  return { label, seconds, cpu };
+}
+
 // 4. Optional: the package directly, in this process, with the engine's keys.
 let direct = null;
 if (given.BENCH_DIRECT === '1') {
@@ -216,11 +255,13 @@ if (given.BENCH_DIRECT === '1') {
 // 5. Warm-up (untimed): each side reads its repository once.
 await engineRestore('warm-up');
 if (haveRestic) resticRestore('warm-up');
+if (haveRecover) recoverExtract('warm-up');
 
-const samples = { engine: [], restic: [], direct: [] };
+const samples = { engine: [], restic: [], direct: [], recover: [] };
 for (let rep = 1; rep <= repeat; rep++) {
   samples.engine.push(await engineRestore('engine restore (HTTP apply)'));
   if (haveRestic) samples.restic.push(resticRestore('restic restore'));
+  if (haveRecover) samples.recover.push(recoverExtract('coffer-recover extract'));
   if (direct) samples.direct.push(await direct('@coffer/restore applyRestore'));
 }
 stopEngine();
@@ -264,6 +305,8 @@ for (const line of machineNotes()) console.log(line);
 console.log(fmt(eng));
 const dir = summary(samples.direct);
 if (dir) console.log(fmt(dir));
+const rec = summary(samples.recover);
+if (rec) console.log(fmt(rec));
 if (haveRestic) {
   const rr = summary(samples.restic);
   console.log(`${resticVersion}`);
@@ -274,6 +317,12 @@ if (haveRestic) {
   console.log(
     `CPU time ratio (restic / engine CPU seconds; >= 1: the engine needs no more CPU): ${(rr.cpu / eng.cpu).toFixed(2)}`,
   );
+  if (rec) {
+    console.log(
+      `ratio (coffer-recover extract / restic restore throughput): ${(rec.mibps / rr.mibps).toFixed(2)}  (target >= 1.0)`,
+    );
+    console.log(`CPU time ratio (restic / coffer-recover CPU seconds): ${(rr.cpu / rec.cpu).toFixed(2)}`);
+  }
 }
 const out = join(root, 'bench', '.data', 'restore-last.json');
 writeFileSync(out, JSON.stringify({ at: new Date().toISOString(), totalBytes, files, samples }, null, 2));

@@ -26,8 +26,17 @@ const allowed = {
   '@coffer/audit': ['@coffer/crypto'],
   '@coffer/archive': ['@coffer/crypto', '@coffer/objectstore'],
   '@coffer/restore': ['@coffer/crypto', '@coffer/archive', '@coffer/objectstore', '@coffer/sources'],
-  '@coffer/recover': ['@coffer/crypto', '@coffer/objectstore', '@coffer/archive'],
+  '@coffer/recover': ['@coffer/crypto', '@coffer/objectstore', '@coffer/archive', '@coffer/sources'],
   '@coffer/engine': '*',
+};
+
+/**
+ * Edges allowed only through the named entry points: coffer-recover is one offline file, and
+ * @coffer/sources' main entry would carry the SQLite, Redis and S3 drivers into it; its files
+ * writer imports only Node built-ins.
+ */
+const onlyThrough = {
+  '@coffer/recover': { '@coffer/sources': ['@coffer/sources/files-writer'] },
 };
 
 /**
@@ -124,6 +133,27 @@ for (const top of ['packages', 'apps']) {
 }
 for (const name of Object.keys(allowed))
   if (!names.has(name)) fail(`${name} has a row in scripts/check-deps.mjs but no package; remove the row`);
+
+// 1b. Edges allowed only through named entry points (imports in the package's src/).
+const PACKAGE_IMPORT = /(?:\bfrom\s+|\bimport\s*\(\s*|^\s*import\s+)['"](@coffer\/[^'"]+)['"]/gm;
+for (const top of ['packages', 'apps']) {
+  if (!existsSync(join(root, top))) continue;
+  for (const dir of readdirSync(join(root, top))) {
+    const file = join(root, top, dir, 'package.json');
+    const srcDir = join(root, top, dir, 'src');
+    if (!existsSync(file) || !existsSync(srcDir)) continue;
+    const limits = onlyThrough[JSON.parse(readFileSync(file, 'utf8')).name];
+    if (limits === undefined) continue;
+    for (const path of sources(srcDir)) {
+      for (const m of readFileSync(path, 'utf8').matchAll(PACKAGE_IMPORT)) {
+        const pkg = m[1].split('/').slice(0, 2).join('/');
+        const entries = limits[pkg];
+        if (entries !== undefined && !entries.includes(m[1]))
+          fail(`${relative(root, path)} imports ${m[1]}; use only ${entries.join(', ')}`);
+      }
+    }
+  }
+}
 
 // 2. The engine's rooms.
 const src = join(root, 'apps', 'engine', 'src');

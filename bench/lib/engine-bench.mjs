@@ -51,7 +51,7 @@ export function warmDataSet(scale) {
  * Starts `node <engineMain>` with a fresh data dir under `work` and waits for GET /ready. `env`
  * adds variables (e.g. ENGINE_RESTORE_ROOTS). Returns the process, its URL, an `api(path, body?)`
  * caller with the admin token, the engine's environment, `stop()` (SIGTERM) and `exit` (resolves
- * when it has exited).
+ * when it has exited) and `breakGlassKeyFile` (the secret half of the engine's break-glass key).
  */
 export async function startEngine({ work, engineMain, engineArgs = [], env = {} }) {
   if (!existsSync(engineMain)) throw new Error('run `pnpm build` first');
@@ -59,6 +59,9 @@ export async function startEngine({ work, engineMain, engineArgs = [], env = {} 
   const crypto = await import(pathToFileURL(requireFromEngine.resolve('@coffer/crypto')).href);
   const bg = crypto.generateRecipient();
   writeFileSync(join(work, 'bg.pub'), crypto.encodeKeyFile('recipient-public', bg.publicKey));
+  // The break-glass secret half, for benches that time `coffer-recover` (never given to the engine).
+  const breakGlassKeyFile = join(work, 'bg.key');
+  writeFileSync(breakGlassKeyFile, crypto.encodeKeyFile('recipient-secret', bg.secretKey), { mode: 0o600 });
 
   const token = randomBytes(24).toString('hex');
   const port = String(30000 + Math.floor(Math.random() * 20000));
@@ -98,5 +101,5 @@ export async function startEngine({ work, engineMain, engineArgs = [], env = {} 
     });
     return { status: res.status, body: await res.json() };
   };
-  return { engine, engineEnv, url, engineData, api, stop, exit };
+  return { engine, engineEnv, url, engineData, api, stop, exit, breakGlassKeyFile };
 }

@@ -15,12 +15,9 @@
  * - Resumable: names in `completed` (written by an earlier attempt of the same plan) are not
  *   written again; each record's write is idempotent for the same bytes.
  */
-import type { Dirent } from 'node:fs';
-import { readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { type IndexEntry, isArchiveError, type OpenedRun, openRun, verifyRun } from '@coffer/archive';
-import { isSourceError, openSource, type SourceConnector } from '@coffer/sources';
+import { isSourceError, openSource, removeCutWrites, type SourceConnector } from '@coffer/sources';
 import { codeOf, RestoreError } from './errors.ts';
 import { type FedRecord, FileStager, feedRecords } from './internal/record-feed.ts';
 import { type ComputedPlan, computePlan, preparedPlan } from './plan.ts';
@@ -56,38 +53,6 @@ const WRITE_REASONS: Record<string, string> = {
   ERR_SOURCE_RESOURCE_MISSING: 'target resource missing',
   ERR_SOURCE_THROTTLED: 'target throttled the write',
 };
-
-/** The files connector's temporary name for a record being written (`.<base>.coffer-<hex>.tmp`). */
-const CUT_WRITE = /^\.(.+)\.coffer-[0-9a-f]{12}\.tmp$/;
-
-/**
- * Resuming into a files target: removes the temporary files of writes an engine crash cut short.
- * Only a regular file named after a planned record of the same directory is removed (the
- * connector's naming), never anything else in the target.
- */
-async function removeCutWrites(root: string, names: string[]): Promise<void> {
-  const byDir = new Map<string, Set<string>>();
-  for (const n of names) {
-    const slash = n.lastIndexOf('/');
-    const dir = slash < 0 ? '' : n.slice(0, slash);
-    const base = n.slice(slash + 1).slice(0, 200);
-    const set = byDir.get(dir) ?? new Set<string>();
-    byDir.set(dir, set);
-    set.add(base);
-  }
-  for (const [dir, bases] of byDir) {
-    let entries: Dirent[];
-    try {
-      entries = await readdir(join(root, dir), { withFileTypes: true });
-    } catch {
-      continue;
-    }
-    for (const e of entries) {
-      const m = CUT_WRITE.exec(e.name);
-      if (m && e.isFile() && bases.has(m[1]!)) await rm(join(root, dir, e.name), { force: true });
-    }
-  }
-}
 
 /**
  * Applies a restore. Uses `options.prepared` (a plan from `planFromIndex` for the same options)
@@ -260,8 +225,10 @@ export async function applyRestore(options: ApplyOptions): Promise<ApplyReceipt>
     };
     return finish();
   }
+  // `onExisting: skip` also holds when a name appears between the existence check and the write:
+  // these connectors then refuse the write (ERR_SOURCE_TARGET_EXISTS) instead of replacing.
   const config =
-    ctx.resolved.config.type === 'redis'
+    ctx.resolved.config.type === 'redis' || ctx.resolved.config.type === 'files'
       ? { ...ctx.resolved.config, replace: !skipMode }
       : ctx.resolved.config;
   if (options.resuming === true && config.type === 'files')

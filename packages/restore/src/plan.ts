@@ -20,10 +20,10 @@ import { openSource, type SourceConnector, SQLITE_SCHEMA_RECORD, sqliteTableOfRe
 import { RestoreError } from './errors.ts';
 import { normaliseSelectors, type PlanDocument, planHashOf } from './plan-hash.ts';
 import {
+  parentChecker,
   type ResolvedTarget,
   redisNameFits,
   resolveTarget,
-  symlinkChecker,
   unsafeFileName,
 } from './target.ts';
 import type {
@@ -349,10 +349,10 @@ export async function computePlan(
   // Names that cannot be written into this target are never planned.
   const fits: IndexEntry[] = [];
   const linkCheck =
-    resolved.config.type === 'files' && touchTarget ? symlinkChecker(resolved.config.root) : null;
+    resolved.config.type === 'files' && touchTarget ? parentChecker(resolved.config.root) : null;
   for (const e of selected) {
     let why: string | null = null;
-    if (resolved.config.type === 'files') why = unsafeFileName(e.name) ?? (await linkCheck?.(e.name)) ?? null;
+    if (resolved.config.type === 'files') why = unsafeFileName(e.name) ?? linkCheck?.(e.name) ?? null;
     else if (resolved.config.type === 'redis' && !redisNameFits(e.name, resolved.config.prefix ?? ''))
       why = 'key outside the target key prefix';
     if (why === null) fits.push(e);

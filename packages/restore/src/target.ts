@@ -9,9 +9,15 @@
  * refused. The target's identity (bound into the plan hash) and description never carry secrets:
  * Redis URLs lose their user and password, S3 credentials are never read.
  */
-import { lstat, realpath } from 'node:fs/promises';
+import { realpath } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
-import { redisNameToKey, type SourceConfig } from '@coffer/sources';
+import {
+  type FileNameProblem,
+  FilesWriter,
+  fileNameProblem,
+  redisNameToKey,
+  type SourceConfig,
+} from '@coffer/sources';
 import { RestoreError } from './errors.ts';
 import type { PlanTarget, RestoreTargetOverride, TargetResolver } from './types.ts';
 
@@ -207,47 +213,37 @@ function dbOfUrl(url: string): number {
   }
 }
 
+/** Restore's reasons (plan `skipped`) for the names the files writer refuses. */
+const NAME_REASONS: Record<FileNameProblem, string> = {
+  'not-a-string': 'name is not a string',
+  empty: 'empty name',
+  nul: 'name contains NUL',
+  absolute: 'absolute name (would write outside the target)',
+  'dot-dot-segment': "name has a '..' segment (would write outside the target)",
+  'dot-segment': 'name has an empty or . segment',
+  'empty-segment': 'name has an empty or . segment',
+  'long-segment': 'name has a segment longer than 255 bytes',
+};
+
 /**
- * Why a record name cannot be written into a `files` target, or null when it can: absolute names,
- * empty, `.` and `..` segments and NUL would leave (or confuse) the target directory.
+ * Why a record name cannot be written into a `files` target, or null when it can. The rule is
+ * the files writer's own (`fileNameProblem` of @coffer/sources); this gives it restore's words.
  */
 export function unsafeFileName(name: string): string | null {
-  if (name.length === 0) return 'empty name';
-  if (name.includes('\u0000')) return 'name contains NUL';
-  if (name.startsWith('/')) return 'absolute name (would write outside the target)';
-  for (const seg of name.split('/')) {
-    if (seg === '..') return "name has a '..' segment (would write outside the target)";
-    if (seg === '.' || seg === '') return 'name has an empty or . segment';
-  }
-  return null;
+  const problem = fileNameProblem(name);
+  return problem === null ? null : NAME_REASONS[problem];
 }
 
 /**
- * Checks the parents of `name` under `root` for symbolic links (cached per directory): a link
- * already in the target would let a write land outside it. Returns the reason, or null.
+ * The parent check of the files writer for a plan: a symbolic link (or a file) already in the
+ * target where a parent directory must be would make the write refuse. Returns the reason, or null.
  */
-export function symlinkChecker(root: string): (name: string) => Promise<string | null> {
-  const cache = new Map<string, boolean>();
-  return async (name) => {
-    const segs = name.split('/');
-    let dir = root;
-    for (let i = 0; i < segs.length - 1; i++) {
-      dir = join(dir, segs[i]!);
-      let link = cache.get(dir);
-      if (link === undefined) {
-        try {
-          const st = await lstat(dir);
-          link = st.isSymbolicLink() || !st.isDirectory();
-        } catch {
-          link = false; // absent: created by the write
-        }
-        cache.set(dir, link);
-      }
-      if (link)
-        return 'a parent in the target is a symbolic link or not a directory (would write outside the target)';
-    }
-    return null;
-  };
+export function parentChecker(root: string): (name: string) => string | null {
+  const writer = new FilesWriter(`files:${root}`);
+  return (name) =>
+    writer.parentProblem(root, name) === null
+      ? null
+      : 'a parent in the target is a symbolic link or not a directory (would write outside the target)';
 }
 
 /** For redis targets: whether the record's key lies under the target's key prefix. */

@@ -18,6 +18,7 @@ import { closeSync, fstatSync, openSync, read as readCallback, readSync } from '
 import { mkdir, realpath, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { isSourceError, quoteName, SourceError } from './errors.ts';
+import { FilesWriter } from './files-writer.ts';
 import {
   bindingOf,
   clampRange,
@@ -28,8 +29,7 @@ import {
   overCeiling,
   pageSizeOf,
 } from './internal/common.ts';
-import { FilesWriter } from './internal/files-write.ts';
-import { fileNameProblem, openedInsideSync, READ_FLAGS } from './internal/fs-safety.ts';
+import { fileNameProblem, fileNameProblemText, openedInsideSync, READ_FLAGS } from './internal/fs-safety.ts';
 import { type WalkEntry, walkTree } from './internal/walk.ts';
 import type {
   EnumerateOptions,
@@ -50,6 +50,11 @@ export interface FilesSourceConfig {
   binding?: string;
   /** In-band size ceiling: reading a bigger record throws ERR_SOURCE_RECORD_TOO_LARGE. */
   maxRecordBytes?: number;
+  /**
+   * Restore writes replace an existing file (default true). False: writing a name that exists is
+   * ERR_SOURCE_TARGET_EXISTS, decided atomically (restore's `onExisting: skip`).
+   */
+  replace?: boolean;
 }
 
 const READ_CHUNK = 256 * 1024;
@@ -170,6 +175,7 @@ class FilesSource implements SourceConnector {
   #realRoot: string | undefined;
   #cont: Continuation | undefined;
   readonly #writer: FilesWriter;
+  readonly #replace: boolean;
 
   constructor(config: FilesSourceConfig) {
     if (typeof config?.root !== 'string' || config.root.length === 0 || config.root.includes('\u0000')) {
@@ -181,6 +187,7 @@ class FilesSource implements SourceConnector {
     this.namespace = this.#root;
     this.description = `files:${this.#root}`;
     this.#writer = new FilesWriter(this.description);
+    this.#replace = config.replace !== false;
   }
 
   /** The root's real path; RESOURCE_MISSING when absent, BINDING when not a usable directory. */
@@ -273,9 +280,13 @@ class FilesSource implements SourceConnector {
   #checkName(name: string): void {
     const problem = fileNameProblem(name);
     if (problem !== null) {
-      throw new SourceError('ERR_SOURCE_UNSAFE_NAME', `${this.description}: record name ${problem}`, {
-        ...(typeof name === 'string' ? { record: name } : {}),
-      });
+      throw new SourceError(
+        'ERR_SOURCE_UNSAFE_NAME',
+        `${this.description}: record name ${fileNameProblemText(problem)}`,
+        {
+          ...(typeof name === 'string' ? { record: name } : {}),
+        },
+      );
     }
   }
 
@@ -447,11 +458,11 @@ class FilesSource implements SourceConnector {
     return this.#writer.exists(root, name);
   }
 
-  /** See internal/files-write.ts (synchronous for small in-memory bodies, cached parent checks). */
+  /** See files-writer.ts (synchronous for small in-memory bodies, cached parent checks). */
   async write(name: string, body: RecordBody, metadata: Record<string, unknown> = {}): Promise<WriteResult> {
     this.#checkName(name);
     const root = await this.#real(true);
-    return this.#writer.write(root, name, body, metadata);
+    return this.#writer.write(root, name, body, metadata, { replace: this.#replace });
   }
 
   async close(): Promise<void> {

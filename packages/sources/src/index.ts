@@ -25,6 +25,16 @@ export {
 } from './errors.ts';
 export { createFilesSource, type FilesSourceConfig } from './files-source.ts';
 export {
+  type FileNameProblem,
+  type FilesWriteOptions,
+  FilesWriter,
+  fileNameProblem,
+  fileNameProblemText,
+  type ParentProblem,
+  removeCutWrites,
+  type TargetEntry,
+} from './files-writer.ts';
+export {
   SCHEMA_FORMAT as SQLITE_SCHEMA_FORMAT,
   SCHEMA_RECORD as SQLITE_SCHEMA_RECORD,
   type SqliteSchema,

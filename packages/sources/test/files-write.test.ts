@@ -1,13 +1,23 @@
-// The files connector's write path (internal/files-write.ts): the synchronous path for small
+// The files writer (files-writer.ts, also the files connector's write path): the synchronous path for small
 // in-memory bodies, the thread-pool path for big or streamed ones, and the cache of checked parent
 // directories, each against the containment attacks (a symbolic link already in the target, a
 // parent swapped for a link after an earlier write cached it, a link at the final name).
-import { lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, symlinkSync } from 'node:fs';
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { tempDir } from '@coffer/testkit';
 import t from 'tap';
 import { createFilesSource } from '../src/files-source.ts';
-import { SYNC_MAX } from '../src/internal/files-write.ts';
+import { FilesWriter, fileNameProblem, removeCutWrites, SYNC_MAX } from '../src/files-writer.ts';
 import type { RecordBody } from '../src/types.ts';
 
 const small = () => new Uint8Array([1, 2, 3]);
@@ -132,6 +142,109 @@ t.test('a body stream that fails mid-way: its own error, no temporary file left'
     boom,
   );
   t.same(tree(target), ['c']);
+});
+
+for (const [label, body] of bodies) {
+  t.test(
+    `${label}: replace: false refuses every existing name atomically, nothing left behind`,
+    async (t) => {
+      const target = tempDir(t);
+      const outside = tempDir(t);
+      const dst = createFilesSource({ type: 'files', root: target, replace: false });
+      t.teardown(() => dst.close());
+      writeFileSync(join(target, 'file'), 'original');
+      symlinkSync(join(outside, 'secret'), join(target, 'link'));
+      symlinkSync(join(outside, 'missing'), join(target, 'dangling'));
+      mkdirSync(join(target, 'dir'));
+      writeFileSync(join(outside, 'secret'), 'outside');
+      for (const name of ['file', 'link', 'dangling', 'dir'])
+        await t.rejects(
+          dst.write(name, body(), {}),
+          { code: 'ERR_SOURCE_TARGET_EXISTS', record: name },
+          name,
+        );
+      t.equal(readFileSync(join(target, 'file'), 'utf8'), 'original', 'the file is unchanged');
+      t.equal(readFileSync(join(outside, 'secret'), 'utf8'), 'outside', 'no write through the link');
+      t.notOk(existsSync(join(outside, 'missing')), 'no write through the dangling link');
+      t.same(tree(target), ['dangling', 'dir', 'file', 'link'], 'no temporary file left');
+      t.same(await dst.write('new', body(), { mode: 0o600 }), { written: true });
+      t.equal(statSync(join(target, 'new')).mode & 0o777, 0o600);
+      t.equal(statSync(join(target, 'new')).nlink, 1, 'the temporary name is gone');
+    },
+  );
+}
+
+t.test(
+  'the writer on its own: entryAt, parentProblem, name checks, a directory is never replaced',
+  async (t) => {
+    const root = tempDir(t);
+    const outside = tempDir(t);
+    const w = new FilesWriter('files:test');
+    mkdirSync(join(root, 'd'));
+    writeFileSync(join(root, 'f'), 'x');
+    symlinkSync(outside, join(root, 'out'));
+    t.equal(w.entryAt(root, 'nope'), 'absent');
+    t.equal(w.entryAt(root, 'nope/deeper'), 'absent');
+    t.equal(w.entryAt(root, 'd'), 'directory');
+    t.equal(w.entryAt(root, 'f'), 'file');
+    t.equal(w.entryAt(root, 'out'), 'link');
+    t.throws(() => w.entryAt(root, 'out/x'), { code: 'ERR_SOURCE_UNSAFE_NAME' }, 'through a link');
+    t.throws(() => w.entryAt(root, 'f/x'), { code: 'ERR_SOURCE_WRITE', sourceCode: 'ENOTDIR' });
+    t.same(w.parentProblem(root, 'out/x'), { kind: 'symlink', at: 'out' });
+    t.same(w.parentProblem(root, 'f/x'), { kind: 'not-directory', at: 'f' });
+    t.equal(w.parentProblem(root, 'missing/x'), null, 'a missing parent is created by the write');
+    for (const [name, problem] of [
+      ['', 'empty'],
+      ['/abs', 'absolute'],
+      ['a/../b', 'dot-dot-segment'],
+      ['a/./b', 'dot-segment'],
+      ['a//b', 'empty-segment'],
+      ['a\u0000b', 'nul'],
+      [`${'\u00e9'.repeat(128)}`, 'long-segment'],
+    ] as const) {
+      t.equal(fileNameProblem(name), problem, JSON.stringify(name));
+      await t.rejects(w.write(root, name, small()), { code: 'ERR_SOURCE_UNSAFE_NAME' });
+      t.throws(() => w.entryAt(root, name), { code: 'ERR_SOURCE_UNSAFE_NAME' });
+    }
+    t.equal(fileNameProblem('\u00e9'.repeat(127)), null, '254 bytes is fine');
+    await t.rejects(w.write(root, 'd', small()), { code: 'ERR_SOURCE_WRITE', sourceCode: 'EISDIR' });
+    t.ok(lstatSync(join(root, 'd')).isDirectory(), 'the directory stays');
+    t.same(readdirSync(outside), [], 'nothing written outside');
+    t.same(tree(root), ['d', 'f', 'out'], 'no temporary file left');
+  },
+);
+
+t.test('removeCutWrites removes only the temporary files of the named records', async (t) => {
+  const root = tempDir(t);
+  mkdirSync(join(root, 'a'));
+  const cut = ['.x.txt.coffer-0123456789ab.tmp', 'a/.y.bin.coffer-abcdefabcdef.tmp'];
+  const kept = [
+    '.other.coffer-0123456789ab.tmp', // not a planned record
+    'a/.x.txt.coffer-0123456789ab.tmp', // x.txt is planned at the top, not in a/
+    '.x.txt.coffer-0123.tmp', // not the writer's naming
+    'x.txt',
+  ];
+  for (const f of [...cut, ...kept]) writeFileSync(join(root, f), 'partial');
+  mkdirSync(join(root, '.y2.coffer-000000000000.tmp'));
+  await removeCutWrites(root, ['x.txt', 'a/y.bin', 'y2', 'missing/dir/z']);
+  t.same(tree(root), [...kept, '.y2.coffer-000000000000.tmp', 'a'].sort(), 'only the cut writes went');
+  // The writer's own temporary name is what removeCutWrites recognises (one naming, one owner).
+  const w = new FilesWriter('files:test');
+  const temporaries = () => readdirSync(join(root, 'a')).filter((n) => n.startsWith('.long.'));
+  await t.rejects(
+    w.write(
+      root,
+      'a/long',
+      (async function* () {
+        yield small();
+        t.equal(temporaries().length, 1, 'one temporary file while writing');
+        await removeCutWrites(root, ['a/long']);
+        t.same(temporaries(), [], 'recognised and removed');
+        throw new Error('cut');
+      })(),
+    ),
+    /cut/,
+  );
 });
 
 async function collectBody(body: RecordBody): Promise<Uint8Array> {

@@ -1,5 +1,6 @@
 // scripts/check-deps.mjs: the repository passes; a tree with a package edge "up", an engine
-// service importing a route, or a room without a row fails with a message naming the file.
+// service importing a route, a room without a row, or recover importing @coffer/sources' main
+// entry (drivers in the offline bundle) fails with a message naming the file.
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -41,6 +42,9 @@ t.test('violations are named, one line each', async (t) => {
   write(dir, 'apps/engine/src/app.ts', "import '../routes/runs/index.ts';\n");
   write(dir, 'apps/engine/src/mystery/thing.ts', 'export {};\n');
   write(dir, 'apps/engine/src/stray.ts', 'export {};\n');
+  write(dir, 'apps/recover/package.json', JSON.stringify({ name: '@coffer/recover' }));
+  write(dir, 'apps/recover/src/extract.ts', "import { openSource } from '@coffer/sources';\n");
+  write(dir, 'apps/recover/src/target.ts', "import { FilesWriter } from '@coffer/sources/files-writer';\n");
   const r = run(dir);
   t.equal(r.status, 1, 'fails');
   t.match(r.stderr, /@coffer\/crypto may not depend on @coffer\/archive/);
@@ -57,6 +61,11 @@ t.test('violations are named, one line each', async (t) => {
   t.match(r.stderr, /apps\/engine\/src\/plugins\/core.ts \(plugins\) may not import \.\.\/app.ts \(root\)/);
   t.match(r.stderr, /room mystery\/ has no row/);
   t.match(r.stderr, /stray.ts is a top-level engine file in no room/);
+  t.match(
+    r.stderr,
+    /apps\/recover\/src\/extract.ts imports @coffer\/sources; use only @coffer\/sources\/files-writer/,
+  );
+  t.notMatch(r.stderr, /target.ts imports/, 'the files writer entry is allowed');
   t.notMatch(
     r.stderr,
     /src\/routes\/runs\/index.ts \(routes\) may not/,

@@ -10,15 +10,17 @@
  *      more than one (binding, namespace) pair, the path is prefixed with the encoded binding and
  *      namespace segments, so equal names from different sources cannot collide.
  *   4. Before writing anything: refuse two records mapping to one path, and (without --force) any
- *      path that exists; refuse symlinks inside DIR on the way (safe-writer.ts).
- *   5. Write records in index order (each shard is decrypted once); each record streams to a
- *      temporary file, its SHA-384 is checked by the reader, its mode (permission bits only) and
- *      mtime are applied, and only then is it put in place under its name.
+ *      path that exists; refuse symlinks inside DIR on the way (target.ts).
+ *   5. Write records in index order through the archive's pipelined reader (each shard decrypted
+ *      once, ahead, on worker threads): each record is handed over only once its SHA-384 matched
+ *      (a record over 32 MiB streams and is checked at its end), written to a temporary file with
+ *      its mode (permission bits only) and mtime, and only then put in place under its name, up to
+ *      8 records at once (the writer of @coffer/sources/files-writer, the engine's own).
  * Failure property: a record that fails verification never appears under its name; records
  * written before a failure stay, and each of them was verified.
  */
-import { chmod, utimes } from 'node:fs/promises';
-import { type IndexEntry, openRun } from '@coffer/archive';
+import { type IndexEntry, type OpenedRun, openRun } from '@coffer/archive';
+import type { RecordBody } from '@coffer/sources/files-writer';
 import { RecoverError } from '../errors.ts';
 import { EXIT } from '../exit-codes.ts';
 import type { Command, GlobalOptions } from './args.ts';
@@ -27,9 +29,9 @@ import type { Io, Reporter } from './output.ts';
 import { progressFor } from './progress.ts';
 import { quoteName, size } from './runs.ts';
 import { encodeSegment, recordPath } from './safe-name.ts';
-import { SafeTarget } from './safe-writer.ts';
 import { requireSignerTrust } from './signer-trust.ts';
 import { openSource } from './store.ts';
+import { ExtractTarget } from './target.ts';
 import { toRecoverError } from './translate.ts';
 
 type ExtractCommand = Extract<Command, { name: 'extract' }> & GlobalOptions;
@@ -91,7 +93,7 @@ export async function extract(cmd: ExtractCommand, report: Reporter, io: Io): Pr
     const sources = new Set(all.map((e) => JSON.stringify([e.binding, e.namespace])));
     const multiSource = sources.size > 1;
 
-    const target = await SafeTarget.open(cmd.to, { force: cmd.force });
+    const target = await ExtractTarget.open(cmd.to, { force: cmd.force });
     const plan = selected.map((entry) => ({ entry, segments: entrySegments(entry, multiSource) }));
     const seen = new Map<string, string>();
     for (const { entry, segments } of plan) {
@@ -107,27 +109,28 @@ export async function extract(cmd: ExtractCommand, report: Reporter, io: Io): Pr
       seen.set(rel, entry.name);
     }
     for (const { entry, segments } of plan) {
-      const refusal = await target.precheck(segments, `record ${quoteName(entry.name)}`);
+      const refusal = target.precheck(segments, `record ${quoteName(entry.name)}`);
       if (refusal) throw refusal;
     }
 
     const total = plan.reduce((n, p) => n + p.entry.size, 0);
     let done = 0;
-    const written: { name: string; path: string; size: number; sha384: string }[] = [];
-    for (const { entry, segments } of plan) {
-      const label = `record ${quoteName(entry.name)}`;
-      const body = guarded(run.readRecord(entry), io.signal, (n) => {
-        done += n;
-        progress.update(done, total, `${written.length + 1}/${plan.length} records`);
-      });
-      let path: string;
-      try {
-        path = await target.write(segments, body, label, (tmp) => applyMetadata(tmp, entry));
-      } catch (e) {
-        throw toRecoverError(e, `${runLabel}: ${label}`);
-      }
-      written.push({ name: entry.name, path, size: entry.size, sha384: entry.sha384 });
-    }
+    let count = 0;
+    await writeRecords(run, target, plan, {
+      signal: io.signal,
+      label: (entry) => `${runLabel}: record ${quoteName(entry.name)}`,
+      onWritten: (entry) => {
+        done += entry.size;
+        count++;
+        progress.update(done, total, `${count}/${plan.length} records`);
+      },
+    });
+    const written = plan.map(({ entry, segments }) => ({
+      name: entry.name,
+      path: target.pathOf(segments),
+      size: entry.size,
+      sha384: entry.sha384,
+    }));
     progress.done();
     report.result(
       {
@@ -155,28 +158,145 @@ export async function extract(cmd: ExtractCommand, report: Reporter, io: Io): Pr
   }
 }
 
+/** Records up to this size come whole from the archive's pipelined reader; bigger ones stream. */
+const MEMORY_RECORD_MAX = 32 * 1024 * 1024;
+/** Writes in flight at once, and the bytes they may hold (small files wait on the filesystem). */
+const WRITE_CONCURRENCY = 8;
+const WRITE_BUDGET_BYTES = 96 * 1024 * 1024;
+/** In-memory bodies of several pieces up to this size are joined (one synchronous write). */
+const JOIN_MAX = 1024 * 1024;
+
+interface PlannedRecord {
+  entry: IndexEntry;
+  segments: string[];
+}
+
+interface WriteHooks {
+  signal: AbortSignal | undefined;
+  label: (entry: IndexEntry) => string;
+  onWritten: (entry: IndexEntry) => void;
+}
+
+/**
+ * Writes `plan` (index order) under `target`: records up to MEMORY_RECORD_MAX through
+ * `readRecords` (shards decrypted ahead on the codec workers, each record handed over only once
+ * its SHA-384 matched), up to WRITE_CONCURRENCY writes at once; bigger records stream through
+ * `readRecord` (checked at the end; the writer discards the temporary file when it throws). Stops
+ * at the first failure, waits for the writes in flight, and throws it as a RecoverError: records
+ * written before it stay, and each of them was verified.
+ */
+async function writeRecords(
+  run: OpenedRun,
+  target: ExtractTarget,
+  plan: readonly PlannedRecord[],
+  hooks: WriteHooks,
+): Promise<void> {
+  const inFlight = new Set<Promise<void>>();
+  let inFlightBytes = 0;
+  let failure: { error: unknown; entry: IndexEntry } | undefined;
+  const interrupted = () =>
+    new RecoverError('ERR_RECOVER_INTERRUPTED', 'interrupted; the record being written was discarded');
+  const start = (item: PlannedRecord, body: RecordBody, release: () => void) => {
+    const { entry } = item;
+    inFlightBytes += entry.size;
+    const task = target
+      .write(item.segments, body, metadataOf(entry), `record ${quoteName(entry.name)}`)
+      .then(
+        () => hooks.onWritten(entry),
+        (error: unknown) => {
+          failure ??= { error, entry };
+        },
+      )
+      .finally(() => {
+        release();
+        inFlightBytes -= entry.size;
+        inFlight.delete(task);
+      });
+    inFlight.add(task);
+  };
+  const room = async (size: number) => {
+    while (
+      inFlight.size >= WRITE_CONCURRENCY ||
+      (inFlight.size > 0 && inFlightBytes + size > WRITE_BUDGET_BYTES)
+    )
+      await Promise.race(inFlight);
+  };
+  try {
+    for (let i = 0; i < plan.length && failure === undefined; ) {
+      if (plan[i]!.entry.size > MEMORY_RECORD_MAX) {
+        const item = plan[i++]!;
+        await room(Number.POSITIVE_INFINITY); // alone: its body streams
+        if (failure !== undefined) break;
+        if (hooks.signal?.aborted) {
+          failure = { error: interrupted(), entry: item.entry };
+          break;
+        }
+        start(item, guarded(run.readRecord(item.entry), hooks.signal, interrupted), () => {});
+        await Promise.all(inFlight);
+        continue;
+      }
+      let end = i;
+      while (end < plan.length && plan[end]!.entry.size <= MEMORY_RECORD_MAX) end++;
+      const slice = plan.slice(i, end);
+      i = end;
+      let yielded = 0;
+      try {
+        for await (const r of run.readRecords(
+          slice.map((p) => p.entry),
+          { maxRecordBytes: MEMORY_RECORD_MAX },
+        )) {
+          const item = slice[yielded++]!;
+          await room(r.entry.size);
+          if (failure !== undefined || hooks.signal?.aborted) {
+            r.release();
+            if (failure === undefined) failure = { error: interrupted(), entry: r.entry };
+            break;
+          }
+          start(item, bodyOf(r.pieces, r.entry.size), r.release);
+        }
+      } catch (error) {
+        failure ??= { error, entry: (slice[yielded] ?? slice[slice.length - 1]!).entry };
+      }
+    }
+  } finally {
+    await Promise.all(inFlight);
+  }
+  if (failure !== undefined) throw toRecoverError(failure.error, hooks.label(failure.entry));
+}
+
+/** One record's pieces as a body for the writer (views of the reader's buffers, or one joined). */
+function bodyOf(pieces: readonly Uint8Array[], size: number): RecordBody {
+  if (pieces.length === 0) return new Uint8Array(0);
+  if (pieces.length === 1) return pieces[0]!;
+  if (size <= JOIN_MAX) return Buffer.concat(pieces, size);
+  return (async function* () {
+    yield* pieces;
+  })();
+}
+
 async function* guarded(
   source: AsyncIterable<Uint8Array>,
   signal: AbortSignal | undefined,
-  onBytes: (n: number) => void,
+  interrupted: () => RecoverError,
 ): AsyncIterable<Uint8Array> {
   for await (const chunk of source) {
-    if (signal?.aborted)
-      throw new RecoverError(
-        'ERR_RECOVER_INTERRUPTED',
-        'interrupted; the record being written was discarded',
-      );
-    onBytes(chunk.byteLength);
+    if (signal?.aborted) throw interrupted();
     yield chunk;
   }
 }
 
-/** Applies permission bits (never setuid/setgid/sticky) and mtime from the record's metadata. */
-async function applyMetadata(tmp: string, entry: IndexEntry): Promise<void> {
-  const { mode, mtime } = entry.metadata;
-  if (typeof mode === 'number' && Number.isInteger(mode) && mode >= 0) await chmod(tmp, mode & 0o777);
-  if (typeof mtime === 'string') {
-    const t = new Date(mtime);
-    if (!Number.isNaN(t.getTime())) await utimes(tmp, t, t);
+/**
+ * The writer's metadata from a record's: permission bits (never setuid/setgid/sticky) and the
+ * mtime (`mtimeMs` as the files connector records it, or an ISO `mtime`).
+ */
+function metadataOf(entry: IndexEntry): { mode?: number; mtimeMs?: number } {
+  const { mode, mtimeMs, mtime } = entry.metadata as { mode?: unknown; mtimeMs?: unknown; mtime?: unknown };
+  const out: { mode?: number; mtimeMs?: number } = {};
+  if (typeof mode === 'number' && Number.isInteger(mode) && mode >= 0) out.mode = mode & 0o777;
+  if (typeof mtimeMs === 'number' && Number.isFinite(mtimeMs)) out.mtimeMs = mtimeMs;
+  else if (typeof mtime === 'string') {
+    const t = Date.parse(mtime);
+    if (!Number.isNaN(t)) out.mtimeMs = t;
   }
+  return out;
 }

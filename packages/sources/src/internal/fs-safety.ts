@@ -7,18 +7,49 @@
 import { constants, readlinkSync, realpathSync } from 'node:fs';
 import { dirname, sep } from 'node:path';
 
-/** Why `name` cannot name a file inside a root, or null when it can. */
-export function fileNameProblem(name: unknown): string | null {
-  if (typeof name !== 'string') return 'not a string';
+/** Why a record name cannot name a file inside a root (see `fileNameProblem`). */
+export type FileNameProblem =
+  | 'not-a-string'
+  | 'empty'
+  | 'nul'
+  | 'absolute'
+  | 'empty-segment'
+  | 'dot-segment'
+  | 'dot-dot-segment'
+  | 'long-segment';
+
+const PROBLEM_TEXT: Record<FileNameProblem, string> = {
+  'not-a-string': 'is not a string',
+  empty: 'is empty',
+  nul: 'contains NUL',
+  absolute: 'is absolute',
+  'empty-segment': 'has an empty segment',
+  'dot-segment': 'has a "." segment',
+  'dot-dot-segment': 'has a ".." segment',
+  'long-segment': 'has a segment longer than 255 bytes',
+};
+
+/**
+ * Why `name` cannot name a file inside a root, or null when it can: a relative, '/'-separated name
+ * of non-empty segments, none `.` or `..` or longer than 255 bytes, without NUL.
+ */
+export function fileNameProblem(name: unknown): FileNameProblem | null {
+  if (typeof name !== 'string') return 'not-a-string';
   if (name.length === 0) return 'empty';
-  if (name.includes('\u0000')) return 'contains NUL';
-  if (name.startsWith('/')) return 'is absolute';
+  if (name.includes('\u0000')) return 'nul';
+  if (name.startsWith('/')) return 'absolute';
   for (const seg of name.split('/')) {
-    if (seg === '') return 'has an empty segment';
-    if (seg === '.' || seg === '..') return `has a "${seg}" segment`;
-    if (Buffer.byteLength(seg, 'utf8') > 255) return 'has a segment longer than 255 bytes';
+    if (seg === '') return 'empty-segment';
+    if (seg === '.') return 'dot-segment';
+    if (seg === '..') return 'dot-dot-segment';
+    if (seg.length > 63 && Buffer.byteLength(seg, 'utf8') > 255) return 'long-segment';
   }
   return null;
+}
+
+/** The problem as words after "record name" (`record name is absolute`). */
+export function fileNameProblemText(problem: FileNameProblem): string {
+  return PROBLEM_TEXT[problem];
 }
 
 /** Flags for opening a file to read without following a final symbolic link or blocking on a FIFO. */

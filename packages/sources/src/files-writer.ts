@@ -1,13 +1,26 @@
 /**
- * The `files` connector's write path (restore) and its `exists` check.
+ * `@coffer/sources/files-writer`: the one write path into a directory target. The `files`
+ * connector's restore writes, `@coffer/restore`'s plan checks and resume clean-up, and
+ * `coffer-recover extract` all go through it. This module imports only Node built-ins (and the
+ * package's own error class), so the offline recovery bundle can carry it without the other
+ * connectors' drivers.
  *
- * What it guarantees (the same as before this file existed, see files-source.ts): a record name is
- * checked as a relative name first (by the caller); every parent directory is created one
+ * What it guarantees: a record name is checked as a relative name first (`fileNameProblem`: no
+ * `..`, `.` or empty segment, not absolute, no NUL, segments at most 255 bytes); every parent directory is created one
  * component at a time and refused when it is a symbolic link or not a directory; the bytes go to a
  * temporary file created with O_EXCL | O_NOFOLLOW (mode 0600) beside the target, which is checked
  * to really lie inside the root (the kernel's own path of the open file, /proc/self/fd) before a
- * byte is written, then get their permission bits and mtime and are renamed into place (rename
- * replaces a symbolic link at the final name, never writes through it).
+ * byte is written, then get their permission bits and mtime and are put in place: by default with
+ * rename(2), which replaces a file or a symbolic link at the final name and never writes through
+ * it; with `replace: false` with link(2), which refuses an existing name (a file, a link, a dangling
+ * link, a directory) atomically, so there is no check-then-write race (ERR_SOURCE_TARGET_EXISTS).
+ * A directory at the final name is never replaced (the kernel refuses; ERR_SOURCE_WRITE, EISDIR).
+ * A body stream that throws (for example a reader whose SHA-384 check failed at the end) leaves
+ * nothing under the name and no temporary file: a record is never seen half-written or unverified.
+ * Files are not fsync'ed one by one (neither does `restic restore`); the caller syncs when it needs to.
+ *
+ * Temporary names are `.<first 200 characters of the base name>.coffer-<12 hex>.tmp` beside the
+ * target; `removeCutWrites` is the only other code that knows this naming.
  *
  * Why most calls are synchronous: each async fs call is a hand-off to the libuv thread pool and
  * back (~50-100 us of futex traffic), while most calls take a few microseconds on a local disk. A
@@ -38,10 +51,12 @@
  * file is then checked through the realpath of its directory).
  */
 import { randomFillSync } from 'node:crypto';
+import type { Dirent } from 'node:fs';
 import {
   closeSync,
   fchmodSync,
   futimesSync,
+  link as linkCallback,
   lstatSync,
   mkdirSync,
   open as openCallback,
@@ -54,10 +69,14 @@ import {
   write as writeCallback,
   writeSync,
 } from 'node:fs';
+import { readdir, rm } from 'node:fs/promises';
 import { dirname, join, sep } from 'node:path';
-import { isSourceError, quoteName, SourceError } from '../errors.ts';
-import type { RecordBody, WriteResult } from '../types.ts';
-import { CREATE_FLAGS } from './fs-safety.ts';
+import { isSourceError, quoteName, SourceError } from './errors.ts';
+import { CREATE_FLAGS, fileNameProblem, fileNameProblemText } from './internal/fs-safety.ts';
+import type { RecordBody, WriteResult } from './types.ts';
+
+export { type FileNameProblem, fileNameProblem, fileNameProblemText } from './internal/fs-safety.ts';
+export type { RecordBody, WriteResult } from './types.ts';
 
 /** Bodies in memory up to this size are written with synchronous calls only. */
 export const SYNC_MAX = 1024 * 1024;
@@ -67,7 +86,25 @@ const POOLED_WRITES = 256;
 /** Directories remembered as checked, at most (the set is emptied when it would grow past it). */
 const CACHE_MAX = 65_536;
 
-type ParentProblem = { kind: 'symlink' | 'not-directory'; at: string };
+/** Characters of the base name kept in a temporary name (the rest of the name is in the record). */
+const TMP_BASE_MAX = 200;
+/** A temporary name of `write` (`.<base>.coffer-<hex>.tmp`). */
+const CUT_WRITE = /^\.(.+)\.coffer-[0-9a-f]{12}\.tmp$/;
+
+/** What a parent directory of a name is when it cannot be written through. */
+export type ParentProblem = { kind: 'symlink' | 'not-directory'; at: string };
+
+/** What is at a name in a target (a symbolic link is `link`, whatever it points to). */
+export type TargetEntry = 'absent' | 'file' | 'directory' | 'link' | 'other';
+
+export interface FilesWriteOptions {
+  /**
+   * Replace what is at the name (default true: a file or a link is replaced, never written
+   * through). False: an existing name of any kind is ERR_SOURCE_TARGET_EXISTS, decided atomically
+   * by link(2) (a filesystem without hard links falls back to a check and rename).
+   */
+  replace?: boolean;
+}
 
 /** Carries an error thrown by the caller's body stream through our own error mapping. */
 class BodyError {
@@ -101,6 +138,15 @@ function openAsync(path: string): Promise<number> {
     openCallback(path, CREATE_FLAGS, 0o600, (err, fd) => (err ? reject(err) : resolve(fd)));
   });
 }
+
+function linkAsync(from: string, to: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    linkCallback(from, to, (err) => (err ? reject(err) : resolve()));
+  });
+}
+
+/** Errors of link(2) that mean "no hard links here", not "the name exists". */
+const NO_LINKS = new Set(['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'EMLINK', 'EXDEV', 'ENOSYS']);
 
 function renameAsync(from: string, to: string): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -137,7 +183,10 @@ class TmpNames {
   }
 }
 
-/** The write path of one `files` connector (one instance per connector: its cache is its own). */
+/**
+ * Writes records into directory targets. One instance per target (its cache of checked parent
+ * directories is its own); `description` starts every error message (`files:/srv/restore`).
+ */
 export class FilesWriter {
   readonly #description: string;
   /**
@@ -165,6 +214,26 @@ export class FilesWriter {
       'ERR_SOURCE_WRITE',
       `${this.#description}: ${quoteName(name)}: ${quoteName(problem.at)} is not a directory`,
       { record: name, sourceCode: 'ENOTDIR' },
+    );
+  }
+
+  #badName(name: unknown): SourceError | null {
+    const problem = fileNameProblem(name);
+    if (problem === null) return null;
+    return new SourceError(
+      'ERR_SOURCE_UNSAFE_NAME',
+      `${this.#description}: record name ${fileNameProblemText(problem)}`,
+      typeof name === 'string' ? { record: name } : {},
+    );
+  }
+
+  #exists(name: string): SourceError {
+    return new SourceError(
+      'ERR_SOURCE_TARGET_EXISTS',
+      `${this.#description}: ${quoteName(name)} already exists`,
+      {
+        record: name,
+      },
     );
   }
 
@@ -254,16 +323,22 @@ export class FilesWriter {
   }
 
   /**
-   * Writes `body` as record `name` under `realRoot` (the caller checked the name and made the
-   * root). Throws UNSAFE_NAME (through a symbolic link, or outside the root), WRITE (a parent is
-   * not a directory, or the filesystem refused), or the body stream's own error unchanged.
+   * Writes `body` as record `name` under `realRoot` (the real path of an existing directory: the
+   * caller made it and resolved it). Metadata: `mode` (permission bits; default 0644) and
+   * `mtimeMs`. Throws UNSAFE_NAME (a bad name, through a symbolic link, or outside the root),
+   * TARGET_EXISTS (`replace: false` and the name exists), WRITE (a parent is not a directory, a
+   * directory is at the name, or the filesystem refused), or the body stream's own error unchanged.
    */
   async write(
     realRoot: string,
     name: string,
     body: RecordBody,
-    metadata: Record<string, unknown>,
+    metadata: Record<string, unknown> = {},
+    options: FilesWriteOptions = {},
   ): Promise<WriteResult> {
+    const bad = this.#badName(name);
+    if (bad !== null) throw bad;
+    const replace = options.replace !== false;
     const abs = join(realRoot, name);
     const slash = name.lastIndexOf('/');
     const base = name.slice(slash + 1);
@@ -282,7 +357,7 @@ export class FilesWriter {
       tmp = join(
         realRoot,
         name.slice(0, slash + 1),
-        `.${base.slice(0, 200)}.coffer-${this.#names.next()}.tmp`,
+        `.${base.slice(0, TMP_BASE_MAX)}.coffer-${this.#names.next()}.tmp`,
       );
       // Create and rename synchronously while creates are quick; through the thread pool for a
       // while once one was slow (see the module comment).
@@ -317,10 +392,12 @@ export class FilesWriter {
       const open = fd;
       fd = undefined;
       closeSync(open);
-      // rename never follows a link at the destination: an existing link is replaced, not written through.
-      if (pooled) await renameAsync(tmp, abs);
-      else renameSync(tmp, abs);
-      tmp = undefined;
+      if (replace) {
+        // rename never follows a link at the destination: an existing link is replaced, not written through.
+        if (pooled) await renameAsync(tmp, abs);
+        else renameSync(tmp, abs);
+        tmp = undefined;
+      } else await this.#placeNew(tmp, abs, name); // the temporary name goes in the finally block
       return { written: true };
     } catch (err) {
       if (err instanceof BodyError) throw err.inner;
@@ -345,26 +422,93 @@ export class FilesWriter {
     }
   }
 
-  /**
-   * Whether record `name` exists under `realRoot` (anything at the name counts, a link too).
-   * Never uses the cache: every parent is looked at now. Throws UNSAFE_NAME through a symbolic
-   * link, WRITE when a parent is not a directory, READ when the filesystem refused.
-   */
-  exists(realRoot: string, name: string): boolean {
+  /** link(2) the temporary file to `abs` (refusing an existing name), for `replace: false`. */
+  async #placeNew(tmp: string, abs: string, name: string): Promise<void> {
     try {
-      const { problem, missing } = this.#parents(realRoot, name, false, false);
+      await linkAsync(tmp, abs);
+    } catch (err) {
+      const code = errnoOf(err);
+      if (code === 'EEXIST') throw this.#exists(name);
+      if (!NO_LINKS.has(code ?? '')) throw err;
+      // No hard links on this filesystem: check, then rename (a narrow race, as `tar -k`).
+      if (lstatSync(abs, { throwIfNoEntry: false }) !== undefined) throw this.#exists(name);
+      await renameAsync(tmp, abs);
+    }
+  }
+
+  /**
+   * What is at record `name` under `root` (a link counts as `link`, never followed). Never uses
+   * the cache: every parent is looked at now. Throws UNSAFE_NAME for a bad name or a symbolic link
+   * among the parents, WRITE when a parent is not a directory, READ when the filesystem refused.
+   */
+  entryAt(root: string, name: string): TargetEntry {
+    const bad = this.#badName(name);
+    if (bad !== null) throw bad;
+    try {
+      const { problem, missing } = this.#parents(root, name, false, false);
       if (problem !== null) throw this.#unsafeParent(name, problem);
-      if (missing) return false;
-      return lstatSync(join(realRoot, name), { throwIfNoEntry: false }) !== undefined;
+      if (missing) return 'absent';
+      const st = lstatSync(join(root, name), { throwIfNoEntry: false });
+      if (st === undefined) return 'absent';
+      if (st.isSymbolicLink()) return 'link';
+      if (st.isDirectory()) return 'directory';
+      return st.isFile() ? 'file' : 'other';
     } catch (err) {
       if (isSourceError(err)) throw err;
       const code = errnoOf(err);
-      if (code === 'ENOENT' || code === 'ENOTDIR') return false;
+      if (code === 'ENOENT' || code === 'ENOTDIR') return 'absent';
       throw new SourceError(
         'ERR_SOURCE_READ',
         `${this.#description}: check ${quoteName(name)} failed (${code ?? 'error'})`,
         { record: name, ...(code === undefined ? {} : { sourceCode: code }) },
       );
+    }
+  }
+
+  /** Whether anything is at record `name` under `root` (see `entryAt`, whose errors it throws). */
+  exists(root: string, name: string): boolean {
+    return this.entryAt(root, name) !== 'absent';
+  }
+
+  /**
+   * Why a write of `name` under `root` would be refused because of a parent directory already
+   * there (a symbolic link, or not a directory), or null. Missing parents are fine (a write
+   * creates them). For plans made before any write: uses the cache of checked directories.
+   */
+  parentProblem(root: string, name: string): ParentProblem | null {
+    try {
+      return this.#parents(root, name, false, procFd !== false).problem;
+    } catch {
+      return null; // unreadable: the write itself will report it
+    }
+  }
+}
+
+/**
+ * Resuming writes into `root` after a crash: removes the temporary files `write` left for the
+ * records `names` (only a regular file named as `write` names the temporary of one of these
+ * records, in that record's directory; never anything else). Errors are ignored (best effort).
+ */
+export async function removeCutWrites(root: string, names: readonly string[]): Promise<void> {
+  const byDir = new Map<string, Set<string>>();
+  for (const n of names) {
+    const slash = n.lastIndexOf('/');
+    const dir = slash < 0 ? '' : n.slice(0, slash);
+    const set = byDir.get(dir) ?? new Set<string>();
+    byDir.set(dir, set);
+    set.add(n.slice(slash + 1).slice(0, TMP_BASE_MAX));
+  }
+  for (const [dir, bases] of byDir) {
+    let entries: Dirent[];
+    try {
+      entries = await readdir(join(root, dir), { withFileTypes: true });
+    } catch {
+      continue;
+    }
+    for (const e of entries) {
+      const m = CUT_WRITE.exec(e.name);
+      if (m && e.isFile() && bases.has(m[1]!))
+        await rm(join(root, dir, e.name), { force: true }).catch(() => {});
     }
   }
 }
