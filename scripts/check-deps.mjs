@@ -20,6 +20,7 @@ const allowed = {
   '@coffer/crypto': [],
   '@coffer/objectstore': [],
   '@coffer/authz': [],
+  '@coffer/identity': [],
   '@coffer/state': [],
   '@coffer/testkit': [],
   '@coffer/sources': ['@coffer/objectstore'],

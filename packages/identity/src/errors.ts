@@ -1,0 +1,40 @@
+/**
+ * Typed errors of @coffer/identity. Callers switch on `code`, never on messages. Messages never
+ * carry a token, a code, a key or a hash: only what kind of thing failed and why.
+ */
+
+export const IDENTITY_ERROR_CODES = [
+  'ERR_IDENTITY_INVALID_ARGUMENT',
+  'ERR_IDENTITY_NOT_CONFIGURED',
+  'ERR_IDENTITY_SESSION_INVALID',
+  'ERR_IDENTITY_INVITE_INVALID',
+  'ERR_IDENTITY_RECOVERY_CODE_INVALID',
+] as const;
+
+export type IdentityErrorCode = (typeof IDENTITY_ERROR_CODES)[number];
+
+/** Why a presented session token was refused (for logs and tests; the HTTP answer is one 401). */
+export type SessionRefusal = 'malformed' | 'bad-signature' | 'expired' | 'not-yet-valid' | 'revoked';
+
+export class IdentityError extends Error {
+  readonly code: IdentityErrorCode;
+  /** For ERR_IDENTITY_SESSION_INVALID: which check refused the token. */
+  readonly refusal: SessionRefusal | undefined;
+
+  constructor(code: IdentityErrorCode, message: string, options: { refusal?: SessionRefusal } = {}) {
+    super(message);
+    this.name = 'IdentityError';
+    this.code = code;
+    this.refusal = options.refusal;
+  }
+}
+
+/** True when `e` is an IdentityError (by shape, so it survives bundling), optionally of `code`. */
+export function isIdentityError(e: unknown, code?: IdentityErrorCode): e is IdentityError {
+  const c = (e as { code?: unknown } | null)?.code;
+  return (
+    typeof c === 'string' &&
+    (IDENTITY_ERROR_CODES as readonly string[]).includes(c) &&
+    (code === undefined || c === code)
+  );
+}

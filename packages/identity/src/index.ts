@@ -1,0 +1,59 @@
+/**
+ * @coffer/identity: the people side of the Coffer engine, as functions over plain values (no HTTP
+ * server, no storage): session tokens and what ends them, the session and CSRF cookies, the Origin
+ * and double-submit checks, recovery codes (slow-hashed), single-use tokens for invites, first-owner
+ * set-up links and step-up, email normalisation, passkey subjects and the relying party from
+ * `CONSOLE_ORIGIN`. The engine stores what these return and wires them to routes; docs/identity.md
+ * is the normative description.
+ */
+
+export {
+  CSRF_COOKIE,
+  CSRF_HEADER,
+  clearedCookies,
+  csrfCookie,
+  csrfTokenFor,
+  csrfTokenValid,
+  originCheck,
+  readCookie,
+  SESSION_COOKIE,
+  sessionCookie,
+} from './cookies.ts';
+export {
+  IDENTITY_ERROR_CODES,
+  IdentityError,
+  type IdentityErrorCode,
+  isIdentityError,
+  type SessionRefusal,
+} from './errors.ts';
+export {
+  checkOneTimeToken,
+  DEFAULT_ONE_TIME_TTL_MS,
+  mintOneTimeToken,
+  type OneTimePurpose,
+  type OneTimeRecord,
+  oneTimeTokenId,
+} from './one-time-tokens.ts';
+export { normaliseEmail, passkeySubject, type RelyingParty, relyingPartyOf } from './people.ts';
+export {
+  matchRecoveryCode,
+  mintRecoveryCodes,
+  normaliseRecoveryCode,
+  RECOVERY_CODE_COUNT,
+  type RecoveryVerifier,
+} from './recovery-codes.ts';
+export {
+  DEFAULT_SESSION_TTL_SECONDS,
+  DEFAULT_TOKEN_SESSION_TTL_SECONDS,
+  type MintSessionInput,
+  mintSession,
+  newSessionKey,
+  recentlyAuthenticated,
+  SESSION_KEY_BYTES,
+  SESSION_TOKEN_TYPE,
+  type SessionClaims,
+  type SessionMethod,
+  type SessionStanding,
+  sessionRevoked,
+  verifySession,
+} from './session.ts';
