@@ -9,6 +9,7 @@ export const IDENTITY_ERROR_CODES = [
   'ERR_IDENTITY_SESSION_INVALID',
   'ERR_IDENTITY_INVITE_INVALID',
   'ERR_IDENTITY_RECOVERY_CODE_INVALID',
+  'ERR_IDENTITY_PASSKEY_REFUSED',
 ] as const;
 
 export type IdentityErrorCode = (typeof IDENTITY_ERROR_CODES)[number];
@@ -16,12 +17,27 @@ export type IdentityErrorCode = (typeof IDENTITY_ERROR_CODES)[number];
 /** Why a presented session token was refused (for logs and tests; the HTTP answer is one 401). */
 export type SessionRefusal = 'malformed' | 'bad-signature' | 'expired' | 'not-yet-valid' | 'revoked';
 
+/** Why a passkey ceremony's answer was refused (for logs and tests; the HTTP answer does not say). */
+export type PasskeyRefusal =
+  | 'malformed'
+  | 'challenge'
+  | 'origin'
+  | 'rp-id'
+  | 'user-verification'
+  | 'signature'
+  | 'counter'
+  | 'unknown-credential';
+
 export class IdentityError extends Error {
   readonly code: IdentityErrorCode;
-  /** For ERR_IDENTITY_SESSION_INVALID: which check refused the token. */
-  readonly refusal: SessionRefusal | undefined;
+  /** For ERR_IDENTITY_SESSION_INVALID and ERR_IDENTITY_PASSKEY_REFUSED: which check refused. */
+  readonly refusal: SessionRefusal | PasskeyRefusal | undefined;
 
-  constructor(code: IdentityErrorCode, message: string, options: { refusal?: SessionRefusal } = {}) {
+  constructor(
+    code: IdentityErrorCode,
+    message: string,
+    options: { refusal?: SessionRefusal | PasskeyRefusal } = {},
+  ) {
     super(message);
     this.name = 'IdentityError';
     this.code = code;

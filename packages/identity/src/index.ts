@@ -2,8 +2,8 @@
  * @coffer/identity: the people side of the Coffer engine, as functions over plain values (no HTTP
  * server, no storage): session tokens and what ends them, the session and CSRF cookies, the Origin
  * and double-submit checks, recovery codes (slow-hashed), single-use tokens for invites, first-owner
- * set-up links and step-up, email normalisation, passkey subjects and the relying party from
- * `CONSOLE_ORIGIN`. The engine stores what these return and wires them to routes; docs/identity.md
+ * set-up links and step-up, email normalisation, passkey subjects, the relying party from
+ * `CONSOLE_ORIGIN` and the passkey ceremonies (WebAuthn, on @simplewebauthn/server). The engine stores what these return and wires them to routes; docs/identity.md
  * is the normative description.
  */
 
@@ -24,6 +24,7 @@ export {
   IdentityError,
   type IdentityErrorCode,
   isIdentityError,
+  type PasskeyRefusal,
   type SessionRefusal,
 } from './errors.ts';
 export {
@@ -34,6 +35,14 @@ export {
   type OneTimeRecord,
   oneTimeTokenId,
 } from './one-time-tokens.ts';
+export {
+  authenticationOptions,
+  CEREMONY_TIMEOUT_MS,
+  registrationOptions,
+  type StoredPasskey,
+  verifyAuthentication,
+  verifyRegistration,
+} from './passkeys.ts';
 export { normaliseEmail, passkeySubject, type RelyingParty, relyingPartyOf } from './people.ts';
 export {
   matchRecoveryCode,
