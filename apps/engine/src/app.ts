@@ -43,6 +43,7 @@ import rootRoutes from './routes/root/index.ts';
 import scimFamily from './routes/scim/index.ts';
 import testFaultRoutes from './routes/test-fault/index.ts';
 import type { State } from './state/index.ts';
+import { EngineSessions } from './state/sessions.ts';
 
 export interface BuildAppOptions {
   config: EngineConfig;
@@ -141,6 +142,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
       : undefined,
     adminToken: createAdminTokenChecker(config.adminToken, config.adminTokenDisabled),
     state: app.state,
+    sessions: new EngineSessions(app.state, config.sessionTtl),
+    consoleOrigin: config.consoleOrigin,
   });
   await app.register(capabilityPlugin);
   await app.register(rateLimitPlugin, { state: app.state, ...options.rateLimit });

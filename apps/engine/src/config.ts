@@ -58,6 +58,11 @@ export interface EngineConfig {
    * and per caller (defaults 2 and 1).
    */
   restoreReads: { perEngine: number; perCaller: number };
+  /**
+   * ENGINE_SESSION_TTL_SECONDS / ENGINE_TOKEN_SESSION_TTL_SECONDS: cookie session lifetimes for
+   * people (default 8 hours) and for token sessions (default 1 hour), docs/identity.md.
+   */
+  sessionTtl: { person: number; token: number };
 }
 
 type Env = Record<string, string | undefined>;
@@ -278,6 +283,10 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
       perEngine: count(env, 'ENGINE_RESTORE_READS_PER_ENGINE', 2, 1, 64),
       perCaller: count(env, 'ENGINE_RESTORE_READS_PER_CALLER', 1, 1, 64),
     },
+    sessionTtl: {
+      person: seconds(env, 'ENGINE_SESSION_TTL_SECONDS', 8 * 3600, 60, 7 * 86_400),
+      token: seconds(env, 'ENGINE_TOKEN_SESSION_TTL_SECONDS', 3600, 60, 7 * 86_400),
+    },
   };
 }
 
@@ -309,4 +318,6 @@ export const CONFIG_VARIABLES = [
   'ENGINE_CONNECTIONS_FILE',
   'ENGINE_RESTORE_READS_PER_ENGINE',
   'ENGINE_RESTORE_READS_PER_CALLER',
+  'ENGINE_SESSION_TTL_SECONDS',
+  'ENGINE_TOKEN_SESSION_TTL_SECONDS',
 ] as const;

@@ -76,6 +76,7 @@ declare module 'fastify' {
 
 const METHOD: Record<EngineCaller['method'], AuditEventInput['actor']['method']> = {
   'perimeter-access': 'perimeter-jwt',
+  session: 'session',
   'admin-token': 'admin-token',
 };
 

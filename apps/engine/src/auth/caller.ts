@@ -4,7 +4,18 @@
  */
 import { type Caller, isCustomRole, type RoleAssignment } from '@coffer/authz';
 
-export type AuthMethod = 'perimeter-access' | 'admin-token';
+export type AuthMethod = 'perimeter-access' | 'session' | 'admin-token';
+
+/** The cookie session behind a `session` caller. */
+export interface CallerSession {
+  sid: string;
+  /** How the session was made: `token` (the admin bearer exchanged), `passkey`, ... */
+  kind: 'passkey' | 'recovery' | 'token' | 'oidc' | 'saml';
+  /** Seconds since the epoch. */
+  expiresAt: number;
+  /** The double-submit token paired with this session (docs/identity.md). */
+  csrfToken: string;
+}
 
 /** The authenticated caller of one request. */
 export interface EngineCaller {
@@ -19,6 +30,8 @@ export interface EngineCaller {
   authenticatedAt: number | null;
   /** The caller as @coffer/authz sees it. */
   authz: Caller;
+  /** Set for a cookie session (method `session`). */
+  session?: CallerSession;
 }
 
 /** The role's display name: a built-in name or the custom role's name. */

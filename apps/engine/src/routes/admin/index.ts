@@ -14,6 +14,7 @@ import auditRoutes from '../audit/index.ts';
 import restoreRoutes from '../restore/index.ts';
 import runsRoutes from '../runs/index.ts';
 import supportRoutes from '../support/index.ts';
+import authRoutes from './auth.ts';
 import connectionsRoutes from './connections.ts';
 import healthRoute from './health.ts';
 import identityRoutes from './identity.ts';
@@ -50,6 +51,7 @@ export default async function adminFamily(app: FastifyInstance): Promise<void> {
   });
 
   await app.register(healthRoute);
+  await app.register(authRoutes);
 
   await app.register(async (authed) => {
     authed.addHook('onRequest', authed.authenticate);
