@@ -472,6 +472,70 @@ export interface SessionsRepository {
 }
 
 // ---------------------------------------------------------------------------------------------
+// People: passkeys, recovery codes, single-use tokens (formats: @coffer/identity, docs/identity.md)
+
+export interface PasskeyRecord {
+  /** Credential id, base64url. */
+  id: string;
+  subject: string;
+  /** The normalised email the passkey is bound to. */
+  email: string;
+  /** COSE public key, base64url. */
+  publicKey: string;
+  counter: number;
+  transports: string[];
+  createdAt: string;
+  usedAt: string | null;
+}
+
+export interface RecoveryCodeVerifier {
+  selector: string;
+  hash: string;
+}
+
+export interface OneTimeTokenRecord {
+  id: string;
+  purpose: string;
+  boundTo: string;
+  /** Digest of the token's secret (never the secret). */
+  verifier: string;
+  /** Milliseconds since the epoch. */
+  expiresAt: number;
+}
+
+export interface IdentityRepository {
+  /** Stores a new passkey; ERR_STATE_CONFLICT when the credential id is taken. */
+  addPasskey(p: Omit<PasskeyRecord, 'createdAt' | 'usedAt'>): Promise<PasskeyRecord>;
+  passkey(id: string): Promise<PasskeyRecord | null>;
+  passkeysOf(subject: string): Promise<PasskeyRecord[]>;
+  /** Whether any passkey is bound to `email` (an email holding a passkey cannot be re-bound). */
+  emailHasPasskey(email: string): Promise<boolean>;
+  /**
+   * Records a sign-in: moves the counter from `from` to `to` only if it is still `from` (two
+   * sign-ins racing with one answer cannot both win). Returns whether it moved.
+   */
+  usePasskey(id: string, from: number, to: number): Promise<boolean>;
+  removePasskey(id: string): Promise<boolean>;
+  /** Replaces the subject's staged recovery codes (minted, not yet confirmed). */
+  stageRecoveryCodes(subject: string, verifiers: RecoveryCodeVerifier[]): Promise<void>;
+  /** Promotes the staged set over the active one, in one write; false when nothing was staged. */
+  promoteRecoveryCodes(subject: string): Promise<boolean>;
+  /** The subject's active verifiers. */
+  recoveryCodes(subject: string): Promise<RecoveryCodeVerifier[]>;
+  /** Removes one active verifier (a code works once); false when it was already gone. */
+  useRecoveryCode(subject: string, selector: string): Promise<boolean>;
+  /**
+   * Stores a single-use token. With `replace`, every other token of the same purpose and
+   * binding is removed in the same write (a new set-up link replaces the previous one).
+   */
+  putToken(record: OneTimeTokenRecord, options?: { replace?: boolean }): Promise<void>;
+  /** Removes and returns the token `id` in one write (single use), or null; expiry is the caller's check. */
+  takeToken(id: string): Promise<OneTimeTokenRecord | null>;
+  /** Removes tokens expired at `now` (ms); returns how many. */
+  purgeTokens(now: number): Promise<number>;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Approvals (restore approval, config changes, owner actions)
 
 export type ApprovalStatus = 'pending' | 'approved' | 'rejected' | 'consumed' | 'void' | 'expired';
@@ -710,6 +774,7 @@ export interface State {
   readonly settings: SettingsRepository;
   readonly roles: RolesRepository;
   readonly sessions: SessionsRepository;
+  readonly identity: IdentityRepository;
   readonly approvals: ApprovalsRepository;
   readonly audit: AuditRepository;
   readonly credentials: CredentialsRepository;

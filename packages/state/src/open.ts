@@ -14,6 +14,7 @@ import { jobsRepository } from './internal/jobs.ts';
 import { keyValueRepository, updateStateRepository } from './internal/kv.ts';
 import { leasesRepository } from './internal/leases.ts';
 import { notificationsRepository } from './internal/notifications.ts';
+import { identityRepository } from './internal/people.ts';
 import { rateLimitsRepository } from './internal/rate-limits.ts';
 import { checkpointsRepository, runsRepository } from './internal/runs.ts';
 
@@ -37,6 +38,7 @@ export async function openState(options: OpenStateOptions): Promise<State> {
     settings: keyValueRepository(db, 'settings'),
     roles: rolesRepository(db),
     sessions: sessionsRepository(db),
+    identity: identityRepository(db),
     approvals: approvalsRepository(db),
     audit: auditRepository(db),
     credentials: credentialsRepository(db),

@@ -9,6 +9,7 @@ import { StateError } from '../src/index.ts';
 import { auditSuite, leasesSuite, rateLimitsSuite } from './suite-concurrency.ts';
 import { jobsSuite } from './suite-jobs.ts';
 import { miscSuite } from './suite-misc.ts';
+import { peopleSuite } from './suite-people.ts';
 import { runsSuite } from './suite-runs.ts';
 
 export interface Target {
@@ -66,6 +67,7 @@ export function repositorySuite(t: Test, makeTarget: MakeTarget): void {
   t.test('leases', (t) => leasesSuite(t, makeTarget));
   t.test('rate limits', (t) => rateLimitsSuite(t, makeTarget));
   t.test('audit', (t) => auditSuite(t, makeTarget));
+  t.test('people: passkeys, recovery codes, single-use tokens', (t) => peopleSuite(t, makeTarget));
   t.test('settings, roles, sessions, approvals, credentials, notifications, updates, migrations', (t) =>
     miscSuite(t, makeTarget),
   );

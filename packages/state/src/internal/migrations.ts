@@ -231,11 +231,59 @@ function rateLimitWindows(): Migration {
   };
 }
 
+/** People: passkeys, recovery code verifiers, single-use tokens and ceremony challenges (docs/identity.md). */
+function identity(): Migration {
+  return {
+    // biome-ignore lint/suspicious/noExplicitAny: migrations run against the schema as it was then
+    async up(db: Kysely<any>) {
+      const s = db.schema;
+      await s
+        .createTable('passkeys')
+        .ifNotExists()
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('subject', 'text', (c) => c.notNull())
+        .addColumn('email', 'text', (c) => c.notNull())
+        .addColumn('public_key', 'text', (c) => c.notNull())
+        .addColumn('counter', 'bigint', (c) => c.notNull())
+        .addColumn('transports', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .addColumn('used_at', 'text')
+        .execute();
+      await s.createIndex('passkeys_subject').ifNotExists().on('passkeys').column('subject').execute();
+      await s.createIndex('passkeys_email').ifNotExists().on('passkeys').column('email').execute();
+      await s
+        .createTable('recovery_codes')
+        .ifNotExists()
+        .addColumn('subject', 'text', (c) => c.notNull())
+        .addColumn('staged', 'integer', (c) => c.notNull())
+        .addColumn('selector', 'text', (c) => c.notNull())
+        .addColumn('hash', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .addPrimaryKeyConstraint('recovery_codes_pk', ['subject', 'staged', 'selector'])
+        .execute();
+      await s
+        .createTable('one_time_tokens')
+        .ifNotExists()
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('purpose', 'text', (c) => c.notNull())
+        .addColumn('bound_to', 'text', (c) => c.notNull())
+        .addColumn('verifier', 'text', (c) => c.notNull())
+        .addColumn('expires_at', 'bigint', (c) => c.notNull())
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .execute();
+    },
+  };
+}
+
 /** The provider handed to Kysely's Migrator. */
 export function migrationProvider(backend: Backend): MigrationProvider {
   return {
     async getMigrations() {
-      return { '0001_initial': initial(backend), '0002_rate_limit_windows': rateLimitWindows() };
+      return {
+        '0001_initial': initial(backend),
+        '0002_rate_limit_windows': rateLimitWindows(),
+        '0003_identity': identity(),
+      };
     },
   };
 }

@@ -103,6 +103,34 @@ export interface CustomRolesTable {
   updated_at: string;
 }
 
+export interface PasskeysTable {
+  id: string;
+  subject: string;
+  email: string;
+  public_key: string;
+  counter: Int8;
+  transports: string;
+  created_at: string;
+  used_at: string | null;
+}
+
+export interface RecoveryCodesTable {
+  subject: string;
+  staged: number;
+  selector: string;
+  hash: string;
+  created_at: string;
+}
+
+export interface OneTimeTokensTable {
+  id: string;
+  purpose: string;
+  bound_to: string;
+  verifier: string;
+  expires_at: Int8;
+  created_at: string;
+}
+
 export interface SessionsTable {
   id: string;
   subject: string;
@@ -193,6 +221,9 @@ export interface Schema {
   role_assignments: RoleAssignmentsTable;
   custom_roles: CustomRolesTable;
   sessions: SessionsTable;
+  passkeys: PasskeysTable;
+  recovery_codes: RecoveryCodesTable;
+  one_time_tokens: OneTimeTokensTable;
   approvals: ApprovalsTable;
   audit_events: AuditEventsTable;
   pull_credentials: PullCredentialsTable;
