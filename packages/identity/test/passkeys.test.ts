@@ -2,6 +2,7 @@
 // layouts): register and sign in, then every edge the issue names: a replayed or foreign challenge,
 // the wrong origin, the wrong RP id, a counter that goes back, no user verification, a credential
 // the engine does not know, a bad signature.
+import { SoftAuthenticator } from '@coffer/testkit';
 import t from 'tap';
 import {
   authenticationOptions,
@@ -12,7 +13,6 @@ import {
   verifyAuthentication,
   verifyRegistration,
 } from '../src/index.ts';
-import { SoftAuthenticator } from './authenticator.ts';
 
 const rp = relyingPartyOf('https://backup.example.org');
 

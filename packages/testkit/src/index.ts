@@ -10,4 +10,5 @@ export { markdownCells, markdownTable } from './markdown.ts';
 export * from './postgres.ts';
 export * from './redis.ts';
 export * from './s3.ts';
+export { SoftAuthenticator, type Tweaks as AuthenticatorTweaks } from './soft-authenticator.ts';
 export { readServiceEnv, repoRoot, tempDir } from './tmp.ts';

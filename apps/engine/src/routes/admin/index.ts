@@ -19,6 +19,7 @@ import connectionsRoutes from './connections.ts';
 import healthRoute from './health.ts';
 import identityRoutes from './identity.ts';
 import jobsRoutes from './jobs/index.ts';
+import passkeyRoutes from './passkeys.ts';
 import statusRoutes from './status.ts';
 
 export const CORS_METHODS = ['GET', 'POST', 'OPTIONS'];
@@ -52,6 +53,7 @@ export default async function adminFamily(app: FastifyInstance): Promise<void> {
 
   await app.register(healthRoute);
   await app.register(authRoutes);
+  await app.register(passkeyRoutes);
 
   await app.register(async (authed) => {
     authed.addHook('onRequest', authed.authenticate);

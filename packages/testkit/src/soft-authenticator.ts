@@ -1,4 +1,4 @@
-// A software WebAuthn authenticator for package tests: ES256 (P-256) keys from node:crypto,
+// A software WebAuthn authenticator for tests (package and HTTP): ES256 (P-256) keys from node:crypto,
 // `none` attestation, and the exact byte layouts of WebAuthn Level 2 (authenticator data,
 // attested credential data, COSE key, CBOR attestation object, client data JSON), so the server
 // library checks real bytes. Every field a test wants to break is an option.

@@ -1,0 +1,319 @@
+/**
+ * Passkey registration and sign-in (pre-authentication, specification "Registration and first
+ * owner"; docs/identity.md "Passkey routes").
+ *
+ * Registration is authorised by a proven path, never by a client-supplied email alone:
+ * - bootstrap: a valid admin bearer while the role table is empty claims the first owner (a
+ *   durable latch, `identity.first-owner`, taken when the passkey is stored: two racing claims
+ *   make one owner);
+ * - self-add: a person signed in with a session adds a passkey to their own email.
+ * (The owner-minted invite path is not built yet.) An email that already holds a passkey cannot
+ * be bound again by bootstrap. Finishing a registration stores the passkey, stages ten recovery
+ * codes (shown once in the reply, `recoveryCodesPending: true` until confirmed) and sets the
+ * session cookie.
+ *
+ * Every ceremony's challenge is stored at `begin` as a single-use record (purpose
+ * `ceremony:register:<path>` or `ceremony:login`, bound to the email) and taken at `finish`: an
+ * answer replayed later finds nothing. Without CONSOLE_ORIGIN every ceremony answers 501
+ * `{ ok: false, reason: 'passkey_not_configured' }`. A refused sign-in is the generic 401.
+ */
+import {
+  authenticationOptions,
+  csrfCookie,
+  isIdentityError,
+  mintRecoveryCodes,
+  normaliseEmail,
+  passkeySubject,
+  type RelyingParty,
+  readCookie,
+  registrationOptions,
+  relyingPartyOf,
+  SESSION_COOKIE,
+  type StoredPasskey,
+  sessionCookie,
+  verifyAuthentication,
+  verifyRegistration,
+} from '@coffer/identity';
+import type { PasskeyRecord } from '@coffer/state';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { bearerOf } from '../../auth/admin-token.ts';
+import { sendBadRequest, sendStateUnavailable, sendUnauthorised } from '../../plugins/replies.ts';
+import { adminTokenRetired } from '../../state/index.ts';
+
+const FIRST_OWNER_LATCH = 'identity.first-owner';
+const CEREMONY_MS = 5 * 60 * 1000;
+
+type RegisterPath = 'bootstrap' | 'self';
+
+const stored = (p: PasskeyRecord): StoredPasskey => ({
+  id: p.id,
+  publicKey: p.publicKey,
+  counter: p.counter,
+  transports: p.transports,
+});
+
+/** The challenge a browser answer claims (only a lookup key: the verification checks it). */
+function claimedChallenge(credential: unknown): string | null {
+  const text = (credential as { response?: { clientDataJSON?: unknown } } | null)?.response?.clientDataJSON;
+  if (typeof text !== 'string' || text.length > 4096) return null;
+  try {
+    const c = JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as { challenge?: unknown };
+    return typeof c.challenge === 'string' && /^[A-Za-z0-9_-]{16,128}$/.test(c.challenge)
+      ? c.challenge
+      : null;
+  } catch {
+    return null;
+  }
+}
+
+export default async function passkeyRoutes(app: FastifyInstance): Promise<void> {
+  const identity = app.state.identity;
+
+  /** The relying party, or a 501 already sent. */
+  const relyingParty = (reply: FastifyReply): RelyingParty | null => {
+    try {
+      return relyingPartyOf(app.config.consoleOrigin);
+    } catch {
+      void reply.code(501).send({ ok: false, reason: 'passkey_not_configured' });
+      return null;
+    }
+  };
+
+  /** The signed-in person's email (self-add), or null. Never falls back to anything else. */
+  const sessionEmail = async (request: FastifyRequest): Promise<string | null> => {
+    const cookie = readCookie(request.headers.cookie, SESSION_COOKIE);
+    if (cookie.value === null) return null;
+    const verified = await app.sessions.verify(cookie.value);
+    return verified.ok && verified.claims.email !== null ? verified.claims.email : null;
+  };
+
+  /** Whether the bearer on this request is the live admin token. */
+  const bearerValid = async (request: FastifyRequest): Promise<boolean> => {
+    const bearer = bearerOf(request.headers.authorization);
+    if (typeof bearer !== 'string' || !app.adminToken.configured || !app.adminToken.matches(bearer))
+      return false;
+    return !(await adminTokenRetired(app.state));
+  };
+
+  const setSession = async (reply: FastifyReply, email: string) => {
+    const minted = await app.sessions.mint({ subject: passkeySubject(email), email, method: 'passkey' });
+    reply.header('set-cookie', [
+      sessionCookie(minted.token, minted.maxAge),
+      csrfCookie(minted.csrfToken, minted.maxAge),
+    ]);
+    return minted;
+  };
+
+  app.post(
+    '/auth/register/begin',
+    {
+      schema: {
+        summary: 'Passkey registration: creation options',
+        operationId: 'postAuthRegisterBegin',
+        tags: ['admin', 'pre-auth', 'identity'],
+      },
+    },
+    async (request, reply) => {
+      const rp = relyingParty(reply);
+      if (rp === null) return reply;
+      const body = (request.body ?? {}) as { email?: unknown; inviteToken?: unknown };
+      let email: string;
+      try {
+        email = normaliseEmail(body.email);
+      } catch {
+        return sendBadRequest(reply, 'email must be an address');
+      }
+      if (body.inviteToken !== undefined) return sendBadRequest(reply, 'invites are not available yet');
+      try {
+        let path: RegisterPath;
+        if ((await sessionEmail(request)) === email) path = 'self';
+        else if (await bearerValid(request)) {
+          if (
+            (await app.state.roles.list()).length > 0 ||
+            (await app.state.settings.get(FIRST_OWNER_LATCH)) !== undefined
+          )
+            return reply.code(403).send({ ok: false, reason: 'first owner already claimed' });
+          if (await identity.emailHasPasskey(email))
+            return reply.code(409).send({ ok: false, reason: 'this email already holds a passkey' });
+          path = 'bootstrap';
+        } else return sendUnauthorised(reply);
+        const existing = (await identity.passkeysOf(passkeySubject(email))).map(stored);
+        const { options, challenge } = await registrationOptions(rp, { email }, existing);
+        await identity.putToken({
+          id: challenge,
+          purpose: `ceremony:register:${path}`,
+          boundTo: email,
+          verifier: '-',
+          expiresAt: Date.now() + CEREMONY_MS,
+        });
+        return options;
+      } catch (err) {
+        request.log.error({ code: (err as { code?: string }).code }, 'passkey registration could not begin');
+        return sendStateUnavailable(reply);
+      }
+    },
+  );
+
+  app.post(
+    '/auth/register/finish',
+    {
+      schema: {
+        summary: 'Passkey registration: store the passkey, stage recovery codes, sign in',
+        operationId: 'postAuthRegisterFinish',
+        tags: ['admin', 'pre-auth', 'identity'],
+      },
+    },
+    async (request, reply) => {
+      const rp = relyingParty(reply);
+      if (rp === null) return reply;
+      const credential = (request.body as { credential?: unknown } | undefined)?.credential;
+      const challenge = claimedChallenge(credential);
+      if (challenge === null)
+        return sendBadRequest(reply, 'credential must be a WebAuthn registration answer');
+      try {
+        const ceremony = await identity.takeToken(challenge);
+        if (
+          ceremony === null ||
+          !ceremony.purpose.startsWith('ceremony:register:') ||
+          ceremony.expiresAt <= Date.now()
+        )
+          return sendUnauthorised(reply);
+        const path = ceremony.purpose.slice('ceremony:register:'.length) as RegisterPath;
+        const email = ceremony.boundTo;
+        let passkey: StoredPasskey;
+        try {
+          passkey = await verifyRegistration(rp, credential, challenge);
+        } catch (err) {
+          if (!isIdentityError(err)) throw err;
+          request.log.info(
+            { auth: 'refused', reason: `passkey-${err.refusal}` },
+            'passkey registration refused',
+          );
+          return sendUnauthorised(reply);
+        }
+        const subject = passkeySubject(email);
+        if (path === 'bootstrap') {
+          // The latch makes the first-owner claim happen once, whatever races.
+          const first = await app.state.settings.setIfAbsent(FIRST_OWNER_LATCH, {
+            at: new Date().toISOString(),
+          });
+          if (!first || (await app.state.roles.list()).length > 0)
+            return reply.code(403).send({ ok: false, reason: 'first owner already claimed' });
+        }
+        await identity.addPasskey({ ...passkey, subject, email });
+        if (path === 'bootstrap') {
+          await app.state.roles.assign({ subject, role: 'owner', email, grantedBy: 'bootstrap' });
+          await app.audit.append({
+            action: 'first-owner-claim',
+            actor: { email, subject, method: 'admin-token' },
+            role: 'owner',
+            sourceAddress: request.ip ?? null,
+            outcome: 'applied',
+            target: subject,
+          });
+        }
+        await app.audit.append({
+          action: 'passkey-register',
+          actor: { email, subject, method: path === 'bootstrap' ? 'admin-token' : 'session' },
+          sourceAddress: request.ip ?? null,
+          outcome: 'applied',
+          target: subject,
+        });
+        const codes = await mintRecoveryCodes();
+        await identity.stageRecoveryCodes(subject, codes.verifiers);
+        const minted = await setSession(reply, email);
+        return {
+          ok: true,
+          email,
+          subject,
+          role: path === 'bootstrap' ? 'owner' : undefined,
+          recoveryCodesPending: true,
+          recoveryCodes: codes.codes,
+          sessionExpiresAt: new Date(minted.claims.expiresAt * 1000).toISOString(),
+        };
+      } catch (err) {
+        request.log.error({ code: (err as { code?: string }).code }, 'passkey registration could not finish');
+        return sendStateUnavailable(reply);
+      }
+    },
+  );
+
+  app.post(
+    '/auth/login/begin',
+    {
+      schema: {
+        summary: 'Passkey sign-in: request options',
+        operationId: 'postAuthLoginBegin',
+        tags: ['admin', 'pre-auth', 'identity'],
+      },
+    },
+    async (request, reply) => {
+      const rp = relyingParty(reply);
+      if (rp === null) return reply;
+      let email: string;
+      try {
+        email = normaliseEmail((request.body as { email?: unknown } | undefined)?.email);
+      } catch {
+        return sendBadRequest(reply, 'email must be an address');
+      }
+      try {
+        const mine = (await identity.passkeysOf(passkeySubject(email))).map(stored);
+        // An email without passkeys gets the same shape of answer (nothing tells the two apart).
+        const { options, challenge } = await authenticationOptions(rp, mine);
+        await identity.putToken({
+          id: challenge,
+          purpose: 'ceremony:login',
+          boundTo: email,
+          verifier: '-',
+          expiresAt: Date.now() + CEREMONY_MS,
+        });
+        return options;
+      } catch (err) {
+        request.log.error({ code: (err as { code?: string }).code }, 'passkey sign-in could not begin');
+        return sendStateUnavailable(reply);
+      }
+    },
+  );
+
+  app.post(
+    '/auth/login/finish',
+    {
+      schema: {
+        summary: 'Passkey sign-in: verify and set the session cookie',
+        operationId: 'postAuthLoginFinish',
+        tags: ['admin', 'pre-auth', 'identity'],
+      },
+    },
+    async (request, reply) => {
+      const rp = relyingParty(reply);
+      if (rp === null) return reply;
+      const credential = (request.body as { credential?: unknown } | undefined)?.credential;
+      const challenge = claimedChallenge(credential);
+      if (challenge === null) return sendUnauthorised(reply);
+      try {
+        const ceremony = await identity.takeToken(challenge);
+        if (ceremony === null || ceremony.purpose !== 'ceremony:login' || ceremony.expiresAt <= Date.now())
+          return sendUnauthorised(reply);
+        const email = ceremony.boundTo;
+        const mine = await identity.passkeysOf(passkeySubject(email));
+        let result: { credentialId: string; newCounter: number };
+        try {
+          result = await verifyAuthentication(rp, credential, challenge, mine.map(stored));
+        } catch (err) {
+          if (!isIdentityError(err)) throw err;
+          request.log.info({ auth: 'refused', reason: `passkey-${err.refusal}` }, 'passkey sign-in refused');
+          return sendUnauthorised(reply);
+        }
+        const before = mine.find((p) => p.id === result.credentialId)!.counter;
+        // Compare-and-set: two answers racing from one read cannot both sign in.
+        if (!(await identity.usePasskey(result.credentialId, before, result.newCounter)))
+          return sendUnauthorised(reply);
+        const minted = await setSession(reply, email);
+        return { ok: true, email, sessionExpiresAt: new Date(minted.claims.expiresAt * 1000).toISOString() };
+      } catch (err) {
+        request.log.error({ code: (err as { code?: string }).code }, 'passkey sign-in could not finish');
+        return sendStateUnavailable(reply);
+      }
+    },
+  );
+}
