@@ -123,13 +123,64 @@ for (const backend of ['sqlite', 'postgres'] as const) {
     // A session cannot add a passkey to someone else's email.
     t.equal((await auth('register/begin', { email: 'eve@example.org' }, { cookie: session })).status, 401);
 
+    // Recovery codes: staged at registration, usable only once confirmed, each used once. The
+    // self-add above staged a newer set, which replaced the first registration's unconfirmed one.
+    const codes: string[] = selfDone.json().recoveryCodes;
+    t.equal(
+      (
+        await auth(
+          'recovery',
+          { email: 'root@example.org', code: done.json().recoveryCodes[0] },
+          { origin: CONSOLE },
+        )
+      ).status,
+      401,
+    );
+    const withOrigin = { origin: CONSOLE };
+    const recover = (code: string, email = 'root@example.org') =>
+      auth('recovery', { email, code }, withOrigin);
+    t.equal((await recover(codes[0]!)).status, 401, 'staged codes do not work yet');
+    t.equal((await auth('recovery-codes/confirm', {}, { cookie: session })).status, 403, 'Origin checked');
+    const confirm = await auth('recovery-codes/confirm', {}, { cookie: session, ...withOrigin });
+    t.same([confirm.status, confirm.json()], [200, { ok: true, promoted: true }]);
+    t.same((await auth('recovery-codes/confirm', {}, { cookie: session, ...withOrigin })).json(), {
+      ok: true,
+      promoted: false,
+    });
+    const bare = await auth('recovery-codes/regenerate', {}, { ...bearer(), ...withOrigin });
+    t.equal(bare.status, 403, 'the bare token has no recovery codes');
+    const rec = await recover(codes[0]!.toLowerCase());
+    t.equal(rec.status, 200, rec.text);
+    t.same(rec.json(), { ok: true, email: 'root@example.org', codesLeft: 9 });
+    t.notOk(JSON.stringify(rec.json()).includes('ey'), 'no session in the body');
+    const recCookie = cookieOf(rec.headers, SESSION_COOKIE)!;
+    const recWho = (await http(`${engine.url}/admin/whoami`, { headers: { cookie: recCookie } })).json();
+    t.match(recWho, { sessionKind: 'recovery', role: 'owner' });
+    t.equal((await recover(codes[0]!)).status, 401, 'a code works once');
+    t.equal((await recover(codes[1]!, 'eve@example.org')).status, 401, 'codes are per person');
+    // Regenerate: a new staged set; the old one stays until confirmed.
+    const regen = await auth('recovery-codes/regenerate', {}, { cookie: session, ...withOrigin });
+    t.equal(regen.status, 200, regen.text);
+    t.equal(regen.json().recoveryCodes.length, 10);
+    t.equal((await recover(regen.json().recoveryCodes[0])).status, 401, 'not before confirm');
+    // Guessing: after five failures for one email even a right code waits (429 with Retry-After).
+    t.equal((await recover('AAAA-AAAA-AAAA-AAAA-AAAA')).status, 401, 'the fifth failure');
+    const limited = await recover(codes[2]!);
+    t.equal(limited.status, 429, 'per-email limit');
+    t.match(limited.headers.get('retry-after'), /^\d+$/);
+    t.equal(limited.json().error, 'rate limited');
+
     // Audited.
     const feed = await http(`${engine.url}/admin/audit?limit=50`, { headers: bearer() });
     t.equal(feed.status, 200, feed.text);
     const actions = JSON.stringify(feed.json());
     t.match(actions, /first-owner-claim/);
     t.match(actions, /passkey-register/);
-    t.notOk(actions.includes(done.json().recoveryCodes[0]), 'no recovery code in the audit log');
-    t.notOk(engine.logs.join('\n').includes(done.json().recoveryCodes[0]), 'no recovery code in the logs');
+    t.match(actions, /recovery-sign-in/);
+    t.match(actions, /recovery-codes-confirm/);
+    for (const code of [done.json().recoveryCodes[0], codes[0]!]) {
+      t.notOk(actions.includes(code), 'no recovery code in the audit log');
+      t.notOk(engine.logs.join('\n').includes(code), 'no recovery code in the logs');
+    }
   });
 }

@@ -20,6 +20,7 @@ import healthRoute from './health.ts';
 import identityRoutes from './identity.ts';
 import jobsRoutes from './jobs/index.ts';
 import passkeyRoutes from './passkeys.ts';
+import recoveryRoutes from './recovery.ts';
 import statusRoutes from './status.ts';
 
 export const CORS_METHODS = ['GET', 'POST', 'OPTIONS'];
@@ -54,6 +55,7 @@ export default async function adminFamily(app: FastifyInstance): Promise<void> {
   await app.register(healthRoute);
   await app.register(authRoutes);
   await app.register(passkeyRoutes);
+  await app.register(recoveryRoutes);
 
   await app.register(async (authed) => {
     authed.addHook('onRequest', authed.authenticate);
