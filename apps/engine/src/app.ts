@@ -36,6 +36,7 @@ import rateLimitPlugin, { type RateLimitOptions } from './plugins/rate-limit.ts'
 import replies from './plugins/replies.ts';
 import restoresPlugin from './plugins/restores.ts';
 import runsPlugin, { type RunsPluginOptions } from './plugins/runs.ts';
+import stepUpPlugin from './plugins/step-up.ts';
 import adminFamily from './routes/admin/index.ts';
 import demoRoutes from './routes/demo/index.ts';
 import pullRoutes from './routes/pull/index.ts';
@@ -146,6 +147,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     consoleOrigin: config.consoleOrigin,
   });
   await app.register(capabilityPlugin);
+  await app.register(stepUpPlugin);
   await app.register(rateLimitPlugin, { state: app.state, ...options.rateLimit });
   await app.register(auditPlugin, { state: app.state });
   await app.register(drillsPlugin, options.drills ?? {});

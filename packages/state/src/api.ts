@@ -529,8 +529,12 @@ export interface IdentityRepository {
    * binding is removed in the same write (a new set-up link replaces the previous one).
    */
   putToken(record: OneTimeTokenRecord, options?: { replace?: boolean }): Promise<void>;
-  /** Removes and returns the token `id` in one write (single use), or null; expiry is the caller's check. */
-  takeToken(id: string): Promise<OneTimeTokenRecord | null>;
+  /**
+   * Removes and returns the token `id` in one write (single use), or null; expiry is the caller's
+   * check. With `expect`, a token of another purpose or binding is left in place and null returned
+   * (a caller presenting someone else's token cannot use it up).
+   */
+  takeToken(id: string, expect?: { purpose?: string; boundTo?: string }): Promise<OneTimeTokenRecord | null>;
   /** Removes tokens expired at `now` (ms); returns how many. */
   purgeTokens(now: number): Promise<number>;
 }

@@ -25,6 +25,10 @@ const KEY_SETTING = 'identity.session-key';
 const STANDING_PREFIX = 'identity.standing.';
 /** The standing all token sessions share. */
 const TOKEN_STANDING = '~token-sessions';
+/** Sessions issued before this (seconds) are refused, whoever holds them ("terminate all"). */
+const ALL_NOT_BEFORE = 'identity.all-not-before';
+/** Single sessions ended early: `identity.ended.<sid>`. */
+const ENDED_PREFIX = 'identity.ended.';
 
 interface StoredStanding {
   epoch: number;
@@ -100,7 +104,16 @@ export class EngineSessions {
             : 'malformed',
       };
     }
-    const standing: SessionStanding = await this.#standing(claims.subject);
+    const [own, all, ended] = await Promise.all([
+      this.#standing(claims.subject),
+      this.#state.settings.get<number>(ALL_NOT_BEFORE),
+      this.#state.settings.get(ENDED_PREFIX + claims.sid),
+    ]);
+    const standing: SessionStanding = {
+      epoch: own.epoch,
+      notBefore: Math.max(own.notBefore, typeof all === 'number' ? all : 0),
+      ended: ended === undefined ? new Set() : new Set([claims.sid]),
+    };
     if (sessionRevoked(claims, standing)) return { ok: false, reason: 'revoked' };
     return { ok: true, claims, csrfToken: csrfTokenFor(key, claims.sid) };
   }
@@ -109,6 +122,16 @@ export class EngineSessions {
    * Ends every session of the subject (logout ends the caller's sessions everywhere: the
    * specification's "bumps the session epoch and not-before"). Token sessions end together.
    */
+  /** Ends one session (`sessions/terminate`); the others of its subject go on. */
+  async endOne(claims: SessionClaims): Promise<void> {
+    await this.#state.settings.set(ENDED_PREFIX + claims.sid, { until: claims.expiresAt });
+  }
+
+  /** Ends every session of every person and every token session (`sessions/terminate-all`). */
+  async endEverything(): Promise<void> {
+    await this.#state.settings.set(ALL_NOT_BEFORE, Math.floor(Date.now() / 1000) + 1);
+  }
+
   async endAll(subject: string | null): Promise<void> {
     const current = await this.#standing(subject);
     await this.#state.settings.set(standingKey(subject), {

@@ -17,7 +17,7 @@ export interface KeySetServer {
   mode: 'serve' | 'redirect';
   sign(
     claims: JWTPayload,
-    options?: { alg?: 'RS256' | 'ES256'; kid?: string; expiresIn?: string | number },
+    options?: { alg?: 'RS256' | 'ES256'; kid?: string; expiresIn?: string | number; issuedAt?: number },
   ): Promise<string>;
   /** The RSA public key as PEM (for the HS256-with-the-public-key attack). */
   rsaPublicPem: string;
@@ -67,7 +67,7 @@ export async function startKeySet(pki: TestPki): Promise<KeySetServer> {
       const kid = options.kid ?? (alg === 'RS256' ? 'rsa-1' : 'ec-1');
       const jwt = new SignJWT({ iss: ISSUER, aud: AUDIENCE, ...claims })
         .setProtectedHeader({ alg, kid })
-        .setIssuedAt()
+        .setIssuedAt(options.issuedAt)
         .setExpirationTime(options.expiresIn ?? '5m');
       return jwt.sign(key);
     },

@@ -188,7 +188,7 @@ export function identityRepository(db: Db): IdentityRepository {
       });
     },
 
-    async takeToken(id) {
+    async takeToken(id, expect = {}) {
       return db.write('using a single-use token', async (trx) => {
         const row = await trx
           .selectFrom('one_time_tokens')
@@ -196,6 +196,8 @@ export function identityRepository(db: Db): IdentityRepository {
           .where('id', '=', id)
           .executeTakeFirst();
         if (!row) return null;
+        if (expect.purpose !== undefined && row.purpose !== expect.purpose) return null;
+        if (expect.boundTo !== undefined && row.bound_to !== expect.boundTo) return null;
         const r = await trx.deleteFrom('one_time_tokens').where('id', '=', id).executeTakeFirst();
         // Another writer took it between the read and the delete: it is theirs.
         return num(r.numDeletedRows) > 0 ? toToken(row) : null;

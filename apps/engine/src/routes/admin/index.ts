@@ -21,7 +21,10 @@ import identityRoutes from './identity.ts';
 import jobsRoutes from './jobs/index.ts';
 import passkeyRoutes from './passkeys.ts';
 import recoveryRoutes from './recovery.ts';
+import roleRoutes from './roles.ts';
+import sessionRoutes from './sessions.ts';
 import statusRoutes from './status.ts';
+import stepUpRoutes from './stepup.ts';
 
 export const CORS_METHODS = ['GET', 'POST', 'OPTIONS'];
 export const CORS_ALLOWED_HEADERS = [
@@ -60,6 +63,9 @@ export default async function adminFamily(app: FastifyInstance): Promise<void> {
   await app.register(async (authed) => {
     authed.addHook('onRequest', authed.authenticate);
     await authed.register(identityRoutes);
+    await authed.register(stepUpRoutes);
+    await authed.register(sessionRoutes);
+    await authed.register(roleRoutes);
     await authed.register(statusRoutes);
     await authed.register(jobsRoutes);
     await authed.register(connectionsRoutes);

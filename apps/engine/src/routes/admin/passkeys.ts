@@ -291,7 +291,7 @@ export default async function passkeyRoutes(app: FastifyInstance): Promise<void>
       const challenge = claimedChallenge(credential);
       if (challenge === null) return sendUnauthorised(reply);
       try {
-        const ceremony = await identity.takeToken(challenge);
+        const ceremony = await identity.takeToken(challenge, { purpose: 'ceremony:login' });
         if (ceremony === null || ceremony.purpose !== 'ceremony:login' || ceremony.expiresAt <= Date.now())
           return sendUnauthorised(reply);
         const email = ceremony.boundTo;

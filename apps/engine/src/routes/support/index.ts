@@ -144,7 +144,7 @@ export default async function supportRoutes(app: FastifyInstance): Promise<void>
   app.post<{ Body: MintBody }>(
     '/support/credentials',
     {
-      onRequest: [ownerOnly('credential-mint'), app.rateLimitCaller],
+      onRequest: [ownerOnly('credential-mint'), app.requireStepUp, app.rateLimitCaller],
       schema: {
         summary: 'Mint a pull credential for one scope (secret shown once; replaces the scope grant)',
         operationId: 'mintPullCredential',

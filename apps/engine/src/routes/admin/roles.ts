@@ -1,0 +1,144 @@
+/**
+ * Role changes (docs/identity.md "Roles"): `POST /admin/roles/assign` `{ subject | email, role }`
+ * and `POST /admin/roles/remove` `{ subject | email }`, both `roles.write` and step-up gated, with
+ * the rules of @coffer/authz: only an owner grants or removes `owner` (or a role carrying
+ * `roles.write`); the admin token never grants `owner`; custom roles only add. The last owner can
+ * be neither removed nor given another role (409). `email` names a passkey person
+ * (`passkey:<email>`); other sign-in methods are named by their subject. Audited as `role-change`.
+ */
+import {
+  AuthzForbiddenError,
+  assertCanGrantRole,
+  assertCanRemoveRole,
+  defineCustomRole,
+  isRole,
+  type RoleAssignment,
+} from '@coffer/authz';
+import { normaliseEmail, passkeySubject } from '@coffer/identity';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { roleName } from '../../plugins/auth.ts';
+import { sendBadRequest, sendStateUnavailable } from '../../plugins/replies.ts';
+import { roleOfSubject } from '../../state/index.ts';
+
+interface Who {
+  subject: string;
+  email: string | null;
+}
+
+export default async function roleRoutes(app: FastifyInstance): Promise<void> {
+  /** The member named by `{ subject }` or `{ email }`, or null after a 400. */
+  const member = (body: { subject?: unknown; email?: unknown }, reply: FastifyReply): Who | null => {
+    if (typeof body.subject === 'string' && body.subject.length > 0 && body.subject.length <= 512)
+      return { subject: body.subject, email: null };
+    try {
+      const email = normaliseEmail(body.email);
+      return { subject: passkeySubject(email), email };
+    } catch {
+      sendBadRequest(reply, 'name the member by subject or email');
+      return null;
+    }
+  };
+
+  /** The role named `name`: built-in, or a stored custom role; null when unknown. */
+  const roleNamed = async (name: unknown): Promise<RoleAssignment | null> => {
+    if (typeof name !== 'string') return null;
+    if (isRole(name)) return name;
+    const row = await app.state.roles.getCustomRole(name);
+    if (!row) return null;
+    try {
+      return defineCustomRole({ name: row.name, base: row.base, add: row.capabilities });
+    } catch {
+      return null;
+    }
+  };
+
+  const lastOwner = async (subject: string): Promise<boolean> => {
+    const current = await app.state.roles.get(subject);
+    return current?.role === 'owner' && (await app.state.roles.count('owner')) <= 1;
+  };
+
+  const gate = {
+    onRequest: [app.requireCapability('roles.write'), app.requireStepUp],
+    config: { capability: 'roles.write' as const },
+  };
+  const meta = (summary: string, operationId: string) => ({
+    schema: { summary, operationId, tags: ['admin', 'identity'] },
+  });
+
+  const forbidden = (err: unknown, reply: FastifyReply) => {
+    if (err instanceof AuthzForbiddenError) return reply.code(403).send(err.body);
+    throw err;
+  };
+
+  app.post(
+    '/roles/assign',
+    { ...gate, ...meta('Assign a role to a member', 'postRolesAssign') },
+    async (request: FastifyRequest, reply) => {
+      const body = (request.body ?? {}) as { subject?: unknown; email?: unknown; role?: unknown };
+      const who = member(body, reply);
+      if (who === null) return reply;
+      try {
+        const role = await roleNamed(body.role);
+        if (role === null) return sendBadRequest(reply, 'role must be a built-in or defined custom role');
+        const caller = request.caller!;
+        try {
+          assertCanGrantRole(caller.authz, role);
+          const current = await roleOfSubject(app.state, who.subject);
+          if (current.assigned) assertCanRemoveRole(caller.authz, current.role);
+        } catch (err) {
+          return forbidden(err, reply);
+        }
+        if (role !== 'owner' && (await lastOwner(who.subject)))
+          return reply.code(409).send({ error: 'the last owner cannot be given another role' });
+        const previous = await app.state.roles.get(who.subject);
+        await app.state.roles.assign({
+          subject: who.subject,
+          role: roleName(role),
+          email: who.email ?? previous?.email ?? null,
+          grantedBy: caller.subject ?? 'admin-token',
+        });
+        await app.audit.forRequest(request, {
+          action: 'role-change',
+          outcome: 'applied',
+          target: who.subject,
+          detail: { from: previous?.role ?? null, to: roleName(role) },
+        });
+        return { ok: true, subject: who.subject, role: roleName(role), previous: previous?.role ?? null };
+      } catch (err) {
+        if (err instanceof AuthzForbiddenError) return forbidden(err, reply);
+        return sendStateUnavailable(reply);
+      }
+    },
+  );
+
+  app.post(
+    '/roles/remove',
+    { ...gate, ...meta("Remove a member's role", 'postRolesRemove') },
+    async (request: FastifyRequest, reply) => {
+      const who = member((request.body ?? {}) as { subject?: unknown; email?: unknown }, reply);
+      if (who === null) return reply;
+      try {
+        const current = await roleOfSubject(app.state, who.subject);
+        if (!current.assigned) return { ok: true, subject: who.subject, removed: false };
+        try {
+          assertCanRemoveRole(request.caller!.authz, current.role);
+        } catch (err) {
+          return forbidden(err, reply);
+        }
+        if (await lastOwner(who.subject))
+          return reply.code(409).send({ error: 'the last owner cannot be removed' });
+        const previous = await app.state.roles.get(who.subject);
+        await app.state.roles.remove(who.subject);
+        await app.audit.forRequest(request, {
+          action: 'role-change',
+          outcome: 'applied',
+          target: who.subject,
+          detail: { from: previous?.role ?? null, to: null },
+        });
+        return { ok: true, subject: who.subject, removed: true };
+      } catch {
+        return sendStateUnavailable(reply);
+      }
+    },
+  );
+}

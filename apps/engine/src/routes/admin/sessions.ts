@@ -1,0 +1,134 @@
+/**
+ * Ending sessions (specification "Session and step-up"; docs/identity.md "Ending sessions"):
+ * - `POST /admin/sessions/terminate`: the caller's own current session;
+ * - `POST /admin/sessions/terminate-others`: every other session of the caller's subject (the
+ *   caller gets a fresh cookie for this one); step-up gated;
+ * - `POST /admin/sessions/terminate-user` `{ subject }`: every session of one person;
+ * - `POST /admin/sessions/terminate-all`: every session of everyone, token sessions included.
+ * The last two need `roles.write` (owners hold it) and step-up. On a cookie session all four need
+ * the double-submit token: `x-engine-csrf` equal to the `__Host-engine_csrf` cookie and to this
+ * session's own token, else 403 `csrf token check failed`. Each is audited (`session-terminate`).
+ */
+import {
+  CSRF_COOKIE,
+  CSRF_HEADER,
+  clearedCookies,
+  csrfCookie,
+  csrfTokenValid,
+  readCookie,
+  SESSION_COOKIE,
+  sessionCookie,
+} from '@coffer/identity';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { sendBadRequest, sendStateUnavailable } from '../../plugins/replies.ts';
+
+export default async function sessionRoutes(app: FastifyInstance): Promise<void> {
+  /** The double-submit check for cookie callers (header-borne callers are exempt). */
+  const csrfRefused = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    const session = request.caller?.session;
+    if (session === undefined) return; // header-borne callers are not cookie-borne
+    const header = request.headers[CSRF_HEADER];
+    const cookie = readCookie(request.headers.cookie, CSRF_COOKIE).value;
+    if (!csrfTokenValid(typeof header === 'string' ? header : undefined, cookie, session.csrfToken))
+      void reply.code(403).send({ error: 'csrf token check failed' });
+  };
+  const meta = (summary: string, operationId: string) => ({
+    schema: { summary, operationId, tags: ['admin', 'identity'] },
+  });
+  const audit = (request: FastifyRequest, target: string, scope: string) =>
+    app.audit.forRequest(request, {
+      action: 'session-terminate',
+      outcome: 'applied',
+      target,
+      detail: { scope },
+    });
+
+  app.post(
+    '/sessions/terminate',
+    { onRequest: [csrfRefused], ...meta('End the current session', 'postSessionsTerminate') },
+    async (request, reply) => {
+      const caller = request.caller!;
+      if (caller.session === undefined) return sendBadRequest(reply, 'no cookie session to end');
+      const token = readCookie(request.headers.cookie, SESSION_COOKIE).value!;
+      try {
+        const verified = await app.sessions.verify(token);
+        if (verified.ok) await app.sessions.endOne(verified.claims);
+      } catch {
+        return sendStateUnavailable(reply);
+      }
+      await audit(request, caller.subject ?? 'token-session', 'this session');
+      reply.header('set-cookie', clearedCookies());
+      return { ok: true, ended: 'this session' };
+    },
+  );
+
+  app.post(
+    '/sessions/terminate-others',
+    {
+      onRequest: [csrfRefused, app.requireStepUp],
+      ...meta("End the caller's other sessions", 'postSessionsTerminateOthers'),
+    },
+    async (request, reply) => {
+      const caller = request.caller!;
+      if (caller.session === undefined || caller.subject === null)
+        return sendBadRequest(reply, 'a person signed in with a session ends their other sessions');
+      try {
+        await app.sessions.endAll(caller.subject);
+        const minted = await app.sessions.mint({
+          subject: caller.subject,
+          email: caller.email,
+          method: caller.session.kind,
+          ...(caller.authenticatedAt === null ? {} : { authAt: caller.authenticatedAt }),
+        });
+        reply.header('set-cookie', [
+          sessionCookie(minted.token, minted.maxAge),
+          csrfCookie(minted.csrfToken, minted.maxAge),
+        ]);
+        await audit(request, caller.subject, 'other sessions');
+        return { ok: true, ended: 'other sessions', csrfToken: minted.csrfToken };
+      } catch {
+        return sendStateUnavailable(reply);
+      }
+    },
+  );
+
+  app.post<{ Body: { subject?: unknown } }>(
+    '/sessions/terminate-user',
+    {
+      onRequest: [app.requireCapability('roles.write'), csrfRefused, app.requireStepUp],
+      config: { capability: 'roles.write' },
+      ...meta('End every session of one person', 'postSessionsTerminateUser'),
+    },
+    async (request, reply) => {
+      const subject = request.body?.subject;
+      if (typeof subject !== 'string' || subject.length === 0 || subject.length > 512)
+        return sendBadRequest(reply, 'subject must be a subject string');
+      try {
+        await app.sessions.endAll(subject);
+      } catch {
+        return sendStateUnavailable(reply);
+      }
+      await audit(request, subject, 'all sessions of the subject');
+      return { ok: true, ended: 'all sessions of the subject', subject };
+    },
+  );
+
+  app.post(
+    '/sessions/terminate-all',
+    {
+      onRequest: [app.requireCapability('roles.write'), csrfRefused, app.requireStepUp],
+      config: { capability: 'roles.write' },
+      ...meta('End every session of everyone', 'postSessionsTerminateAll'),
+    },
+    async (request, reply) => {
+      try {
+        await app.sessions.endEverything();
+      } catch {
+        return sendStateUnavailable(reply);
+      }
+      await audit(request, 'all', 'every session');
+      reply.header('set-cookie', clearedCookies());
+      return { ok: true, ended: 'every session' };
+    },
+  );
+}
