@@ -20,6 +20,7 @@ import healthRoute from './health.ts';
 import identityRoutes from './identity.ts';
 import jobsRoutes from './jobs/index.ts';
 import passkeyRoutes from './passkeys.ts';
+import policyRoutes from './policy.ts';
 import recoveryRoutes from './recovery.ts';
 import roleRoutes from './roles.ts';
 import sessionRoutes from './sessions.ts';
@@ -66,6 +67,7 @@ export default async function adminFamily(app: FastifyInstance): Promise<void> {
     await authed.register(stepUpRoutes);
     await authed.register(sessionRoutes);
     await authed.register(roleRoutes);
+    await authed.register(policyRoutes);
     await authed.register(statusRoutes);
     await authed.register(jobsRoutes);
     await authed.register(connectionsRoutes);

@@ -58,7 +58,7 @@ export default async function roleRoutes(app: FastifyInstance): Promise<void> {
   };
 
   const gate = {
-    onRequest: [app.requireCapability('roles.write'), app.requireStepUp],
+    onRequest: [app.requireCapability('roles.write'), app.requireStepUp, app.rateLimitCaller],
     config: { capability: 'roles.write' as const },
   };
   const meta = (summary: string, operationId: string) => ({

@@ -45,7 +45,10 @@ export default async function sessionRoutes(app: FastifyInstance): Promise<void>
 
   app.post(
     '/sessions/terminate',
-    { onRequest: [csrfRefused], ...meta('End the current session', 'postSessionsTerminate') },
+    {
+      onRequest: [csrfRefused, app.rateLimitCaller],
+      ...meta('End the current session', 'postSessionsTerminate'),
+    },
     async (request, reply) => {
       const caller = request.caller!;
       if (caller.session === undefined) return sendBadRequest(reply, 'no cookie session to end');
@@ -65,7 +68,7 @@ export default async function sessionRoutes(app: FastifyInstance): Promise<void>
   app.post(
     '/sessions/terminate-others',
     {
-      onRequest: [csrfRefused, app.requireStepUp],
+      onRequest: [csrfRefused, app.requireStepUp, app.rateLimitCaller],
       ...meta("End the caller's other sessions", 'postSessionsTerminateOthers'),
     },
     async (request, reply) => {
@@ -95,7 +98,7 @@ export default async function sessionRoutes(app: FastifyInstance): Promise<void>
   app.post<{ Body: { subject?: unknown } }>(
     '/sessions/terminate-user',
     {
-      onRequest: [app.requireCapability('roles.write'), csrfRefused, app.requireStepUp],
+      onRequest: [app.requireCapability('roles.write'), csrfRefused, app.requireStepUp, app.rateLimitCaller],
       config: { capability: 'roles.write' },
       ...meta('End every session of one person', 'postSessionsTerminateUser'),
     },
@@ -116,7 +119,7 @@ export default async function sessionRoutes(app: FastifyInstance): Promise<void>
   app.post(
     '/sessions/terminate-all',
     {
-      onRequest: [app.requireCapability('roles.write'), csrfRefused, app.requireStepUp],
+      onRequest: [app.requireCapability('roles.write'), csrfRefused, app.requireStepUp, app.rateLimitCaller],
       config: { capability: 'roles.write' },
       ...meta('End every session of everyone', 'postSessionsTerminateAll'),
     },
