@@ -123,6 +123,40 @@ for (const backend of ['sqlite', 'postgres'] as const) {
     // A session cannot add a passkey to someone else's email.
     t.equal((await auth('register/begin', { email: 'eve@example.org' }, { cookie: session })).status, 401);
 
+    // Invites: an owner invites bob as operator; checked at begin, used up at finish.
+    const invite = await http(`${engine.url}/admin/roles/invite`, {
+      headers: { cookie: session, origin: CONSOLE },
+      body: { email: 'Bob@Example.org', role: 'operator' },
+    });
+    t.equal(invite.status, 200, invite.text);
+    const inviteToken: string = invite.json().inviteToken;
+    t.match(inviteToken, /^cfi_/);
+    t.equal(
+      (await auth('register/begin', { email: 'eve@example.org', inviteToken })).status,
+      401,
+      'bound to its email',
+    );
+    t.equal(
+      (await auth('register/begin', { email: 'bob@example.org', inviteToken: 'cfi_nope.nope' })).status,
+      401,
+    );
+    const abandoned = await auth('register/begin', { email: 'bob@example.org', inviteToken });
+    t.equal(abandoned.status, 200, 'an abandoned ceremony leaves the invite usable');
+    const bobKey = new SoftAuthenticator(CONSOLE, RP_ID);
+    const bobBegin = await auth('register/begin', { email: 'bob@example.org', inviteToken });
+    t.equal(bobBegin.status, 200, bobBegin.text);
+    const bobDone = await auth('register/finish', { credential: bobKey.register(bobBegin.json().challenge) });
+    t.equal(bobDone.status, 200, bobDone.text);
+    const bobCookie = cookieOf(bobDone.headers, SESSION_COOKIE)!;
+    const bobWho = (await http(`${engine.url}/admin/whoami`, { headers: { cookie: bobCookie } })).json();
+    t.match(bobWho, { subject: 'passkey:bob@example.org', role: 'operator' });
+    t.equal((await auth('register/begin', { email: 'bob@example.org', inviteToken })).status, 401, 'used up');
+    const notOwner = await http(`${engine.url}/admin/roles/invite`, {
+      headers: { cookie: bobCookie, origin: CONSOLE },
+      body: { email: 'carl@example.org' },
+    });
+    t.equal(notOwner.status, 403, 'only an owner invites');
+
     // Recovery codes: staged at registration, usable only once confirmed, each used once. The
     // self-add above staged a newer set, which replaced the first registration's unconfirmed one.
     const codes: string[] = selfDone.json().recoveryCodes;

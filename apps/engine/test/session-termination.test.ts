@@ -101,3 +101,54 @@ t.test('ending sessions', async (t) => {
   );
   t.match(feed, /session-terminate/);
 });
+
+t.test('revoking a passkey', async (t) => {
+  const engine = await startEngine(t, { CONSOLE_ORIGIN: CONSOLE });
+  const ada = passkeySubject('ada@example.org');
+  const bob = passkeySubject('bob@example.org');
+  const key = (id: string, subject: string, email: string) =>
+    engine.app.state.identity.addPasskey({
+      id,
+      subject,
+      email,
+      publicKey: 'pQEC',
+      counter: 0,
+      transports: [],
+    });
+  await key('ada-1', ada, 'ada@example.org');
+  await key('ada-2', ada, 'ada@example.org');
+  await key('bob-1', bob, 'bob@example.org');
+  const signIn = async (email: string) => {
+    const m = await engine.app.sessions.mint({ subject: passkeySubject(email), email, method: 'passkey' });
+    return {
+      cookie: `${SESSION_COOKIE}=${m.token}; ${CSRF_COOKIE}=${m.csrfToken}`,
+      'x-engine-csrf': m.csrfToken,
+      origin: CONSOLE,
+    };
+  };
+  const revoke = (headers: Record<string, string>, credentialId: string) =>
+    http(`${engine.url}/admin/signin-factors/revoke`, { headers, body: { credentialId } });
+
+  const bobs = await signIn('bob@example.org');
+  const other = await revoke(bobs, 'ada-1');
+  t.equal(other.status, 403, "someone else's passkey needs roles.write");
+  t.match(other.json(), { error: 'forbidden', required: 'roles.write' });
+  const adas = await signIn('ada@example.org');
+  t.equal((await revoke({ ...adas, 'x-engine-csrf': 'wrong' }, 'ada-1')).status, 403, 'double-submit token');
+  const own = await revoke(adas, 'ada-1');
+  t.equal(own.status, 200, own.text);
+  t.same(own.json(), { ok: true, subject: ada, passkeysLeft: 1, sessionsEnded: true });
+  t.equal(
+    (await http(`${engine.url}/admin/whoami`, { headers: { cookie: adas.cookie } })).status,
+    401,
+    'her sessions ended',
+  );
+  const last = await revoke(await signIn('ada@example.org'), 'ada-2');
+  t.equal(last.status, 409, 'not the last passkey without recovery codes');
+  t.same(
+    (await engine.app.state.identity.passkeysOf(ada)).map((p) => p.id),
+    ['ada-2'],
+  );
+  t.equal((await revoke(bearer(), 'bob-1')).status, 200, "the bearer (owner) revokes anyone's");
+  t.equal((await revoke(bearer(), 'nope')).status, 404);
+});

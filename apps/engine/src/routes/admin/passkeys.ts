@@ -6,9 +6,10 @@
  * - bootstrap: a valid admin bearer while the role table is empty claims the first owner (a
  *   durable latch, `identity.first-owner`, taken when the passkey is stored: two racing claims
  *   make one owner);
+ * - invite: a single-use, email-bound token an owner minted (`POST /admin/roles/invite`), checked
+ *   at `begin` and used up at `finish`;
  * - self-add: a person signed in with a session adds a passkey to their own email.
- * (The owner-minted invite path is not built yet.) An email that already holds a passkey cannot
- * be bound again by bootstrap. Finishing a registration stores the passkey, stages ten recovery
+ * An email that already holds a passkey cannot be bound again by bootstrap or invite. Finishing a registration stores the passkey, stages ten recovery
  * codes (shown once in the reply, `recoveryCodesPending: true` until confirmed) and sets the
  * session cookie.
  *
@@ -19,10 +20,13 @@
  */
 import {
   authenticationOptions,
+  checkOneTimeToken,
   csrfCookie,
   isIdentityError,
   mintRecoveryCodes,
   normaliseEmail,
+  type OneTimeRecord,
+  oneTimeTokenId,
   passkeySubject,
   type RelyingParty,
   readCookie,
@@ -43,7 +47,7 @@ import { adminTokenRetired } from '../../state/index.ts';
 const FIRST_OWNER_LATCH = 'identity.first-owner';
 const CEREMONY_MS = 5 * 60 * 1000;
 
-type RegisterPath = 'bootstrap' | 'self';
+type RegisterPath = 'bootstrap' | 'self' | 'invite';
 
 const stored = (p: PasskeyRecord): StoredPasskey => ({
   id: p.id,
@@ -123,10 +127,28 @@ export default async function passkeyRoutes(app: FastifyInstance): Promise<void>
       } catch {
         return sendBadRequest(reply, 'email must be an address');
       }
-      if (body.inviteToken !== undefined) return sendBadRequest(reply, 'invites are not available yet');
       try {
         let path: RegisterPath;
-        if ((await sessionEmail(request)) === email) path = 'self';
+        let inviteId = '-';
+        if (body.inviteToken !== undefined) {
+          // Checked here, used up at finish: an abandoned ceremony leaves the invite usable.
+          const id = oneTimeTokenId(body.inviteToken, 'invite');
+          const invite =
+            id === null ? null : await identity.takeToken(id, { purpose: 'invite', boundTo: email });
+          if (invite !== null) await identity.putToken(invite);
+          try {
+            checkOneTimeToken(body.inviteToken, invite as OneTimeRecord | null, {
+              purpose: 'invite',
+              boundTo: email,
+            });
+          } catch {
+            return sendUnauthorised(reply);
+          }
+          if (await identity.emailHasPasskey(email))
+            return reply.code(409).send({ ok: false, reason: 'this email already holds a passkey' });
+          path = 'invite';
+          inviteId = invite!.id;
+        } else if ((await sessionEmail(request)) === email) path = 'self';
         else if (await bearerValid(request)) {
           if (
             (await app.state.roles.list()).length > 0 ||
@@ -143,7 +165,7 @@ export default async function passkeyRoutes(app: FastifyInstance): Promise<void>
           id: challenge,
           purpose: `ceremony:register:${path}`,
           boundTo: email,
-          verifier: '-',
+          verifier: inviteId,
           expiresAt: Date.now() + CEREMONY_MS,
         });
         return options;
@@ -192,6 +214,13 @@ export default async function passkeyRoutes(app: FastifyInstance): Promise<void>
           return sendUnauthorised(reply);
         }
         const subject = passkeySubject(email);
+        if (path === 'invite') {
+          // The invite is used up now, in one write; a second finish with it finds nothing.
+          const invite = await identity.takeToken(ceremony.verifier, { purpose: 'invite', boundTo: email });
+          if (invite === null || invite.expiresAt <= Date.now()) return sendUnauthorised(reply);
+          if (await identity.emailHasPasskey(email))
+            return reply.code(409).send({ ok: false, reason: 'this email already holds a passkey' });
+        }
         if (path === 'bootstrap') {
           // The latch makes the first-owner claim happen once, whatever races.
           const first = await app.state.settings.setIfAbsent(FIRST_OWNER_LATCH, {

@@ -5,19 +5,23 @@
  * `roles.write`); the admin token never grants `owner`; custom roles only add. The last owner can
  * be neither removed nor given another role (409). `email` names a passkey person
  * (`passkey:<email>`); other sign-in methods are named by their subject. Audited as `role-change`.
+ * `POST /admin/roles/invite` `{ email, role?, ttlSeconds? }` (an owner, step-up): assigns the role
+ * (if given) to `passkey:<email>` and mints a single-use invite bound to that email (7 days by
+ * default; a new invite for the same email replaces the previous one).
  */
 import {
   AuthzForbiddenError,
   assertCanGrantRole,
   assertCanRemoveRole,
   defineCustomRole,
+  isOwner,
   isRole,
   type RoleAssignment,
 } from '@coffer/authz';
-import { normaliseEmail, passkeySubject } from '@coffer/identity';
+import { mintOneTimeToken, normaliseEmail, passkeySubject } from '@coffer/identity';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { roleName } from '../../plugins/auth.ts';
-import { sendBadRequest, sendStateUnavailable } from '../../plugins/replies.ts';
+import { sendBadRequest, sendForbidden, sendStateUnavailable } from '../../plugins/replies.ts';
 import { roleOfSubject } from '../../state/index.ts';
 
 interface Who {
@@ -106,6 +110,74 @@ export default async function roleRoutes(app: FastifyInstance): Promise<void> {
         return { ok: true, subject: who.subject, role: roleName(role), previous: previous?.role ?? null };
       } catch (err) {
         if (err instanceof AuthzForbiddenError) return forbidden(err, reply);
+        return sendStateUnavailable(reply);
+      }
+    },
+  );
+
+  app.post(
+    '/roles/invite',
+    {
+      onRequest: [app.requireStepUp, app.rateLimitCaller],
+      ...meta('Invite a person to register a passkey (an owner; single use, email-bound)', 'postRolesInvite'),
+    },
+    async (request: FastifyRequest, reply) => {
+      const caller = request.caller!;
+      if (!isOwner(caller.authz)) return sendForbidden(reply, 'owner', roleName(caller.role));
+      const body = (request.body ?? {}) as { email?: unknown; role?: unknown; ttlSeconds?: unknown };
+      let email: string;
+      try {
+        email = normaliseEmail(body.email);
+      } catch {
+        return sendBadRequest(reply, 'email must be an address');
+      }
+      const ttl = body.ttlSeconds;
+      if (
+        ttl !== undefined &&
+        (typeof ttl !== 'number' || !Number.isInteger(ttl) || ttl < 300 || ttl > 30 * 86_400)
+      )
+        return sendBadRequest(reply, 'ttlSeconds must be 300 to 2592000');
+      try {
+        const subject = passkeySubject(email);
+        if (await app.state.identity.emailHasPasskey(email))
+          return reply.code(409).send({ error: 'this email already holds a passkey' });
+        let role: RoleAssignment | null = null;
+        if (body.role !== undefined) {
+          role = await roleNamed(body.role);
+          if (role === null) return sendBadRequest(reply, 'role must be a built-in or defined custom role');
+          try {
+            assertCanGrantRole(caller.authz, role);
+          } catch (err) {
+            return forbidden(err, reply);
+          }
+          await app.state.roles.assign({
+            subject,
+            role: roleName(role),
+            email,
+            grantedBy: caller.subject ?? 'admin-token',
+          });
+        }
+        const { token, record } = mintOneTimeToken({
+          purpose: 'invite',
+          boundTo: email,
+          ...(typeof ttl === 'number' ? { ttlMs: ttl * 1000 } : {}),
+        });
+        await app.state.identity.putToken(record, { replace: true });
+        await app.audit.forRequest(request, {
+          action: 'role-change',
+          outcome: 'applied',
+          target: subject,
+          detail: { invite: true, to: role === null ? null : roleName(role) },
+        });
+        return {
+          ok: true,
+          email,
+          subject,
+          role: role === null ? null : roleName(role),
+          inviteToken: token,
+          expiresAt: new Date(record.expiresAt).toISOString(),
+        };
+      } catch {
         return sendStateUnavailable(reply);
       }
     },

@@ -8,7 +8,13 @@
  * The last two need `roles.write` (owners hold it) and step-up. On a cookie session all four need
  * the double-submit token: `x-engine-csrf` equal to the `__Host-engine_csrf` cookie and to this
  * session's own token, else 403 `csrf token check failed`. Each is audited (`session-terminate`).
+ * `POST /admin/signin-factors/revoke` `{ credentialId }` (own passkey, or anyone's with
+ * `roles.write`; double-submit token; step-up) removes the passkey and ends every session of its
+ * holder; one's own last passkey without confirmed recovery codes is refused (409), so nobody
+ * locks themselves out by accident. Audited as `signin-factor-revoke`.
  */
+
+import { can, forbiddenBody } from '@coffer/authz';
 import {
   CSRF_COOKIE,
   CSRF_HEADER,
@@ -132,6 +138,48 @@ export default async function sessionRoutes(app: FastifyInstance): Promise<void>
       await audit(request, 'all', 'every session');
       reply.header('set-cookie', clearedCookies());
       return { ok: true, ended: 'every session' };
+    },
+  );
+
+  app.post<{ Body: { credentialId?: unknown } }>(
+    '/signin-factors/revoke',
+    {
+      onRequest: [csrfRefused, app.requireStepUp, app.rateLimitCaller],
+      ...meta(
+        "Revoke a passkey (own, or anyone's with roles.write) and end its holder's sessions",
+        'postSigninFactorsRevoke',
+      ),
+    },
+    async (request, reply) => {
+      const caller = request.caller!;
+      const id = request.body?.credentialId;
+      if (typeof id !== 'string' || id.length === 0 || id.length > 1024)
+        return sendBadRequest(reply, 'credentialId must be a passkey credential id');
+      try {
+        const passkey = await app.state.identity.passkey(id);
+        const own = passkey !== null && passkey.subject === caller.subject;
+        if (!own && !can(caller.authz, 'roles.write'))
+          return void reply.code(403).send(forbiddenBody('roles.write', caller.authz));
+        if (passkey === null) return reply.code(404).send({ error: 'no such passkey' });
+        const left = (await app.state.identity.passkeysOf(passkey.subject)).length - 1;
+        const codes = (await app.state.identity.recoveryCodes(passkey.subject)).length;
+        if (own && left === 0 && codes === 0)
+          return reply
+            .code(409)
+            .send({ error: 'this is your last passkey and you have no recovery codes: add another first' });
+        await app.state.identity.removePasskey(id);
+        await app.sessions.endAll(passkey.subject);
+        await app.audit.forRequest(request, {
+          action: 'signin-factor-revoke',
+          outcome: 'applied',
+          target: passkey.subject,
+          detail: { passkeysLeft: left },
+        });
+        if (own) reply.header('set-cookie', clearedCookies());
+        return { ok: true, subject: passkey.subject, passkeysLeft: left, sessionsEnded: true };
+      } catch {
+        return sendStateUnavailable(reply);
+      }
     },
   );
 }
