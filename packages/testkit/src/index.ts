@@ -6,6 +6,7 @@
  * failure, never a skip.
  */
 
+export { chromiumPath } from './chromium.ts';
 export { markdownCells, markdownTable } from './markdown.ts';
 export * from './postgres.ts';
 export * from './redis.ts';
