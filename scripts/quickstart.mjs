@@ -148,4 +148,12 @@ Next steps:
        -d '{"id":"documents","cadenceSeconds":86400,"source":{"type":"files","path":"${given.HOME ?? '/home/you'}/Documents"}}' \\
        ${url}/admin/jobs
 
+Claim the first owner with a passkey (docs/identity.md), so people sign in instead of sharing the token:
+  1. restart with CONSOLE_ORIGIN set to the page you will use (https://..., or http://localhost:<port>);
+  2. from that page: POST /admin/auth/register/begin {"email":"you@example.org"} with the admin token,
+     navigator.credentials.create(...), then POST /admin/auth/register/finish {"credential":...};
+     you get the owner role, a session cookie and ten recovery codes (confirm them);
+  or, with ENGINE_FIRST_OWNER_EMAIL and ENGINE_SMTP_URL set, have the set-up link mailed:
+  curl -X POST ${url}/admin/auth/bootstrap/send
+
 Ctrl-C stops the engine.`);

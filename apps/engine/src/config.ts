@@ -63,6 +63,13 @@ export interface EngineConfig {
    * people (default 8 hours) and for token sessions (default 1 hour), docs/identity.md.
    */
   sessionTtl: { person: number; token: number };
+  /**
+   * Outgoing mail (ENGINE_SMTP_URL `smtp://host:port` or `smtps://host:port`, ENGINE_SMTP_USERNAME,
+   * ENGINE_SMTP_PASSWORD, ENGINE_MAIL_FROM): undefined when ENGINE_SMTP_URL is unset.
+   */
+  mail: { url: string; username: string | undefined; password: string | undefined; from: string } | undefined;
+  /** ENGINE_FIRST_OWNER_EMAIL: the deploy-pinned address the first-owner set-up link goes to. */
+  firstOwnerEmail: string | undefined;
 }
 
 type Env = Record<string, string | undefined>;
@@ -205,6 +212,45 @@ function count(env: Env, name: string, fallback: number, min: number, max: numbe
   return Number(v);
 }
 
+const ADDRESS = /^[^\s@"<>()[\]\\,;:]+@[^\s@"<>()[\]\\,;:]+\.[^\s@"<>()[\]\\,;:]+$/;
+
+function mail(env: Env): EngineConfig['mail'] {
+  const url = str(env, 'ENGINE_SMTP_URL');
+  if (url === undefined) return undefined;
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    throw new ConfigError('ENGINE_SMTP_URL', 'must be smtp://host:port or smtps://host:port');
+  }
+  if (
+    (u.protocol !== 'smtp:' && u.protocol !== 'smtps:') ||
+    u.hostname === '' ||
+    u.username !== '' ||
+    u.password !== ''
+  )
+    throw new ConfigError(
+      'ENGINE_SMTP_URL',
+      'must be smtp://host:port or smtps://host:port, credentials in ENGINE_SMTP_USERNAME and ENGINE_SMTP_PASSWORD',
+    );
+  const from = str(env, 'ENGINE_MAIL_FROM') ?? `coffer@${u.hostname}`;
+  if (!ADDRESS.test(from)) throw new ConfigError('ENGINE_MAIL_FROM', 'must be an email address');
+  return {
+    url: `${u.protocol}//${u.host}`,
+    username: str(env, 'ENGINE_SMTP_USERNAME'),
+    password: str(env, 'ENGINE_SMTP_PASSWORD'),
+    from,
+  };
+}
+
+function firstOwnerEmail(env: Env): string | undefined {
+  const v = str(env, 'ENGINE_FIRST_OWNER_EMAIL');
+  if (v === undefined) return undefined;
+  const email = v.trim().toLowerCase();
+  if (!ADDRESS.test(email)) throw new ConfigError('ENGINE_FIRST_OWNER_EMAIL', 'must be an email address');
+  return email;
+}
+
 function seconds(env: Env, name: string, fallback: number, min: number, max: number): number {
   const v = str(env, name);
   if (v === undefined) return fallback;
@@ -283,6 +329,8 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
       perEngine: count(env, 'ENGINE_RESTORE_READS_PER_ENGINE', 2, 1, 64),
       perCaller: count(env, 'ENGINE_RESTORE_READS_PER_CALLER', 1, 1, 64),
     },
+    mail: mail(env),
+    firstOwnerEmail: firstOwnerEmail(env),
     sessionTtl: {
       person: seconds(env, 'ENGINE_SESSION_TTL_SECONDS', 8 * 3600, 60, 7 * 86_400),
       token: seconds(env, 'ENGINE_TOKEN_SESSION_TTL_SECONDS', 3600, 60, 7 * 86_400),
@@ -320,4 +368,9 @@ export const CONFIG_VARIABLES = [
   'ENGINE_RESTORE_READS_PER_CALLER',
   'ENGINE_SESSION_TTL_SECONDS',
   'ENGINE_TOKEN_SESSION_TTL_SECONDS',
+  'ENGINE_SMTP_URL',
+  'ENGINE_SMTP_USERNAME',
+  'ENGINE_SMTP_PASSWORD',
+  'ENGINE_MAIL_FROM',
+  'ENGINE_FIRST_OWNER_EMAIL',
 ] as const;

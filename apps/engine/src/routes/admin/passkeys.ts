@@ -6,6 +6,10 @@
  * - bootstrap: a valid admin bearer while the role table is empty claims the first owner (a
  *   durable latch, `identity.first-owner`, taken when the passkey is stored: two racing claims
  *   make one owner);
+ * - link: the first-owner set-up link `POST /admin/auth/bootstrap/send` mailed to the
+ *   deploy-pinned address (ENGINE_FIRST_OWNER_EMAIL), 24 hours, single use, a new request replacing
+ *   the previous one; `{ email, setupToken }`, checked at `begin`, used up at `finish`, while no
+ *   first owner exists;
  * - invite: a single-use, email-bound token an owner minted (`POST /admin/roles/invite`), checked
  *   at `begin` and used up at `finish`;
  * - self-add: a person signed in with a session adds a passkey to their own email.
@@ -23,6 +27,7 @@ import {
   checkOneTimeToken,
   csrfCookie,
   isIdentityError,
+  mintOneTimeToken,
   mintRecoveryCodes,
   normaliseEmail,
   type OneTimeRecord,
@@ -41,13 +46,21 @@ import {
 import type { PasskeyRecord } from '@coffer/state';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { bearerOf } from '../../auth/admin-token.ts';
-import { sendBadRequest, sendStateUnavailable, sendUnauthorised } from '../../plugins/replies.ts';
+import { createMailer } from '../../auth/mailer.ts';
+import {
+  sendBadRequest,
+  sendRateLimited,
+  sendStateUnavailable,
+  sendUnauthorised,
+} from '../../plugins/replies.ts';
 import { adminTokenRetired } from '../../state/index.ts';
 
 const FIRST_OWNER_LATCH = 'identity.first-owner';
 const CEREMONY_MS = 5 * 60 * 1000;
+const SEND_WINDOW_MS = 60 * 60 * 1000;
+const SENDS_PER_ADDRESS = 5;
 
-type RegisterPath = 'bootstrap' | 'self' | 'invite';
+type RegisterPath = 'bootstrap' | 'link' | 'self' | 'invite';
 
 const stored = (p: PasskeyRecord): StoredPasskey => ({
   id: p.id,
@@ -91,6 +104,11 @@ export default async function passkeyRoutes(app: FastifyInstance): Promise<void>
     return verified.ok && verified.claims.email !== null ? verified.claims.email : null;
   };
 
+  /** Whether a first owner exists (the role table has a member, or the claim latch is set). */
+  const firstOwnerClaimed = async (): Promise<boolean> =>
+    (await app.state.roles.list()).length > 0 ||
+    (await app.state.settings.get(FIRST_OWNER_LATCH)) !== undefined;
+
   /** Whether the bearer on this request is the live admin token. */
   const bearerValid = async (request: FastifyRequest): Promise<boolean> => {
     const bearer = bearerOf(request.headers.authorization);
@@ -120,7 +138,7 @@ export default async function passkeyRoutes(app: FastifyInstance): Promise<void>
     async (request, reply) => {
       const rp = relyingParty(reply);
       if (rp === null) return reply;
-      const body = (request.body ?? {}) as { email?: unknown; inviteToken?: unknown };
+      const body = (request.body ?? {}) as { email?: unknown; inviteToken?: unknown; setupToken?: unknown };
       let email: string;
       try {
         email = normaliseEmail(body.email);
@@ -130,7 +148,27 @@ export default async function passkeyRoutes(app: FastifyInstance): Promise<void>
       try {
         let path: RegisterPath;
         let inviteId = '-';
-        if (body.inviteToken !== undefined) {
+        if (body.setupToken !== undefined) {
+          // The emailed first-owner link: checked here, used up at finish.
+          const id = oneTimeTokenId(body.setupToken, 'first-owner');
+          const link =
+            id === null ? null : await identity.takeToken(id, { purpose: 'first-owner', boundTo: email });
+          if (link !== null) await identity.putToken(link);
+          try {
+            checkOneTimeToken(body.setupToken, link as OneTimeRecord | null, {
+              purpose: 'first-owner',
+              boundTo: email,
+            });
+          } catch {
+            return sendUnauthorised(reply);
+          }
+          if (await firstOwnerClaimed())
+            return reply.code(403).send({ ok: false, reason: 'first owner already claimed' });
+          if (await identity.emailHasPasskey(email))
+            return reply.code(409).send({ ok: false, reason: 'this email already holds a passkey' });
+          path = 'link';
+          inviteId = link!.id;
+        } else if (body.inviteToken !== undefined) {
           // Checked here, used up at finish: an abandoned ceremony leaves the invite usable.
           const id = oneTimeTokenId(body.inviteToken, 'invite');
           const invite =
@@ -150,10 +188,7 @@ export default async function passkeyRoutes(app: FastifyInstance): Promise<void>
           inviteId = invite!.id;
         } else if ((await sessionEmail(request)) === email) path = 'self';
         else if (await bearerValid(request)) {
-          if (
-            (await app.state.roles.list()).length > 0 ||
-            (await app.state.settings.get(FIRST_OWNER_LATCH)) !== undefined
-          )
+          if (await firstOwnerClaimed())
             return reply.code(403).send({ ok: false, reason: 'first owner already claimed' });
           if (await identity.emailHasPasskey(email))
             return reply.code(409).send({ ok: false, reason: 'this email already holds a passkey' });
@@ -214,14 +249,15 @@ export default async function passkeyRoutes(app: FastifyInstance): Promise<void>
           return sendUnauthorised(reply);
         }
         const subject = passkeySubject(email);
-        if (path === 'invite') {
-          // The invite is used up now, in one write; a second finish with it finds nothing.
-          const invite = await identity.takeToken(ceremony.verifier, { purpose: 'invite', boundTo: email });
+        if (path === 'invite' || path === 'link') {
+          // The invite or link is used up now, in one write; a second finish with it finds nothing.
+          const purpose = path === 'invite' ? 'invite' : 'first-owner';
+          const invite = await identity.takeToken(ceremony.verifier, { purpose, boundTo: email });
           if (invite === null || invite.expiresAt <= Date.now()) return sendUnauthorised(reply);
           if (await identity.emailHasPasskey(email))
             return reply.code(409).send({ ok: false, reason: 'this email already holds a passkey' });
         }
-        if (path === 'bootstrap') {
+        if (path === 'bootstrap' || path === 'link') {
           // The latch makes the first-owner claim happen once, whatever races.
           const first = await app.state.settings.setIfAbsent(FIRST_OWNER_LATCH, {
             at: new Date().toISOString(),
@@ -230,11 +266,17 @@ export default async function passkeyRoutes(app: FastifyInstance): Promise<void>
             return reply.code(403).send({ ok: false, reason: 'first owner already claimed' });
         }
         await identity.addPasskey({ ...passkey, subject, email });
-        if (path === 'bootstrap') {
-          await app.state.roles.assign({ subject, role: 'owner', email, grantedBy: 'bootstrap' });
+        if (path === 'bootstrap' || path === 'link') {
+          await app.state.roles.assign({
+            subject,
+            role: 'owner',
+            email,
+            grantedBy: path === 'link' ? 'setup-link' : 'bootstrap',
+          });
           await app.audit.append({
             action: 'first-owner-claim',
-            actor: { email, subject, method: 'admin-token' },
+            actor: { email, subject, method: path === 'link' ? 'session' : 'admin-token' },
+            detail: { via: path === 'link' ? 'emailed set-up link' : 'admin token' },
             role: 'owner',
             sourceAddress: request.ip ?? null,
             outcome: 'applied',
@@ -255,7 +297,7 @@ export default async function passkeyRoutes(app: FastifyInstance): Promise<void>
           ok: true,
           email,
           subject,
-          role: path === 'bootstrap' ? 'owner' : undefined,
+          role: path === 'bootstrap' || path === 'link' ? 'owner' : undefined,
           recoveryCodesPending: true,
           recoveryCodes: codes.codes,
           sessionExpiresAt: new Date(minted.claims.expiresAt * 1000).toISOString(),
@@ -343,6 +385,60 @@ export default async function passkeyRoutes(app: FastifyInstance): Promise<void>
         request.log.error({ code: (err as { code?: string }).code }, 'passkey sign-in could not finish');
         return sendStateUnavailable(reply);
       }
+    },
+  );
+
+  const mailer = app.config.mail === undefined ? undefined : createMailer(app.config.mail);
+
+  app.post(
+    '/auth/bootstrap/send',
+    {
+      schema: {
+        summary: 'Mail the first-owner set-up link to the deploy-pinned address (always a generic 200)',
+        operationId: 'postAuthBootstrapSend',
+        tags: ['admin', 'pre-auth', 'identity'],
+      },
+    },
+    async (request, reply) => {
+      try {
+        const hits = await app.state.rateLimits.hit(`bootstrap-send:${request.ip}`, SEND_WINDOW_MS);
+        if (hits.count > SENDS_PER_ADDRESS) {
+          reply.header('retry-after', String(Math.max(1, Math.ceil(hits.resetInMs / 1000))));
+          return sendRateLimited(reply);
+        }
+        const to = app.config.firstOwnerEmail;
+        const origin = app.config.consoleOrigin;
+        if (
+          to !== undefined &&
+          origin !== undefined &&
+          mailer !== undefined &&
+          !(await firstOwnerClaimed())
+        ) {
+          const { token, record } = mintOneTimeToken({ purpose: 'first-owner', boundTo: to });
+          // A new request replaces the previous link.
+          await identity.putToken(record, { replace: true });
+          const link = `${origin}/#setup=${token}&email=${encodeURIComponent(to)}`;
+          const sent = await mailer.send({
+            to,
+            subject: 'Coffer: claim the first owner',
+            text:
+              `Someone asked to set up the Coffer backup engine at ${origin}.\n\n` +
+              `Open this link within 24 hours to register a passkey as its first owner:\n\n${link}\n\n` +
+              'It works once. If you did not ask for it, ignore this message: nothing changes until the link is used.\n',
+          });
+          if (sent.sent)
+            request.log.info({ identity: 'first-owner-link-sent' }, 'first-owner set-up link sent');
+          else
+            request.log.warn(
+              { identity: 'first-owner-link-failed', code: sent.code },
+              'first-owner link not sent',
+            );
+        }
+      } catch (err) {
+        request.log.error({ code: (err as { code?: string }).code }, 'first-owner link not sent');
+      }
+      // Always the same answer: it tells nobody whether a link went out, or to whom.
+      return { ok: true };
     },
   );
 }
