@@ -12,12 +12,19 @@ import { http, startEngine } from './helpers/engine.ts';
 
 const CONSOLE = 'https://console.coffer.test';
 const PINNED = 'root@example.org';
+const MARKER_PASSWORD = 'MARKER-smtp-password-5e1d';
 
 t.test('the emailed first-owner link', async (t) => {
   const inbox: { to: string[]; text: string }[] = [];
+  const logins: string[] = [];
   const smtp = new SMTPServer({
     authOptional: true,
+    allowInsecureAuth: true,
     disabledCommands: ['STARTTLS'],
+    onAuth(auth, _session, callback) {
+      logins.push(`${auth.username}:${auth.password}`);
+      callback(null, { user: auth.username });
+    },
     onData(stream, session, callback) {
       const chunks: Buffer[] = [];
       stream.on('data', (c: Buffer) => chunks.push(c));
@@ -38,6 +45,8 @@ t.test('the emailed first-owner link', async (t) => {
     ENGINE_SMTP_URL: `smtp://127.0.0.1:${port}`,
     ENGINE_MAIL_FROM: 'coffer@example.org',
     ENGINE_FIRST_OWNER_EMAIL: PINNED,
+    ENGINE_SMTP_USERNAME: 'coffer',
+    ENGINE_SMTP_PASSWORD: MARKER_PASSWORD,
   });
   const auth = (path: string, body: unknown) => http(`${engine.url}/admin/auth/${path}`, { body });
   const send = () => http(`${engine.url}/admin/auth/bootstrap/send`, { method: 'POST' });
@@ -106,4 +115,11 @@ t.test('the emailed first-owner link', async (t) => {
   t.equal(limited.status, 429);
   t.match(limited.headers.get('retry-after'), /^\d+$/);
   t.notOk(engine.logs.join('\n').includes(token), 'the link never reaches the logs');
+  t.same(logins[0], `coffer:${MARKER_PASSWORD}`, 'the engine signed in to the mail server');
+  t.notOk(engine.logs.join('\n').includes(MARKER_PASSWORD), 'the SMTP password never reaches the logs');
+  const feed = JSON.stringify(
+    (await http(`${engine.url}/admin/audit?limit=50`, { headers: { cookie } })).json(),
+  );
+  t.notOk(feed.includes(MARKER_PASSWORD), 'nor the audit log');
+  t.match(feed, /ENGINE_SMTP_PASSWORD/, 'its presence (never its value) is recorded');
 });

@@ -136,6 +136,7 @@ export function secretPresence(config: EngineConfig): Record<string, boolean> {
     SCIM_BEARER_TOKEN: config.scimBearerToken !== undefined,
     ENGINE_SIGNER_KEY_FILE: config.signerKeyFile !== undefined,
     ENGINE_OPERATIONAL_KEY_FILE: config.operationalKeyFile !== undefined,
+    ENGINE_SMTP_PASSWORD: config.mail?.password !== undefined,
   };
 }
 
