@@ -39,6 +39,7 @@ export const AUDIT_ACTIONS = [
   'owner-action-queued',
   'owner-action-approved',
   'owner-action-rejected',
+  'owner-action-gate',
   // Pull credentials, break-glass token, support.
   'credential-mint',
   'credential-revoke',

@@ -19,6 +19,7 @@ import connectionsRoutes from './connections.ts';
 import healthRoute from './health.ts';
 import identityRoutes from './identity.ts';
 import jobsRoutes from './jobs/index.ts';
+import ownerActionRoutes from './owner-actions.ts';
 import passkeyRoutes from './passkeys.ts';
 import policyRoutes from './policy.ts';
 import recoveryRoutes from './recovery.ts';
@@ -68,6 +69,7 @@ export default async function adminFamily(app: FastifyInstance): Promise<void> {
     await authed.register(sessionRoutes);
     await authed.register(roleRoutes);
     await authed.register(policyRoutes);
+    await authed.register(ownerActionRoutes);
     await authed.register(statusRoutes);
     await authed.register(jobsRoutes);
     await authed.register(connectionsRoutes);

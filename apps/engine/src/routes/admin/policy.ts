@@ -12,6 +12,7 @@
 import type { FastifyInstance } from 'fastify';
 import { sendStateUnavailable } from '../../plugins/replies.ts';
 import { adminTokenRetired, retireAdminToken } from '../../state/index.ts';
+import { queuedIfArmed } from './owner-actions.ts';
 
 export default async function policyRoutes(app: FastifyInstance): Promise<void> {
   const meta = (summary: string, operationId: string) => ({
@@ -66,6 +67,7 @@ export default async function policyRoutes(app: FastifyInstance): Promise<void> 
             owners: owners.length,
             ownersWithRecoveryCodes: withCodes,
           });
+        if (await queuedIfArmed(app, request, reply, 'admin-token-retire', {})) return reply;
         await retireAdminToken(app.state, request.caller!.subject);
         await app.audit.forRequest(request, {
           action: 'admin-token-retire',

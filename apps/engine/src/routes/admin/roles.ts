@@ -23,6 +23,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { roleName } from '../../plugins/auth.ts';
 import { sendBadRequest, sendForbidden, sendStateUnavailable } from '../../plugins/replies.ts';
 import { roleOfSubject } from '../../state/index.ts';
+import { ownerGateArmed } from '../../state/owner-actions.ts';
+import { queuedIfArmed } from './owner-actions.ts';
 
 interface Who {
   subject: string;
@@ -94,6 +96,15 @@ export default async function roleRoutes(app: FastifyInstance): Promise<void> {
         }
         if (role !== 'owner' && (await lastOwner(who.subject)))
           return reply.code(409).send({ error: 'the last owner cannot be given another role' });
+        // Under owner-action dual control granting owner waits for a second owner (202).
+        if (
+          role === 'owner' &&
+          (await queuedIfArmed(app, request, reply, 'owner-grant', {
+            subject: who.subject,
+            email: who.email,
+          }))
+        )
+          return reply;
         const previous = await app.state.roles.get(who.subject);
         await app.state.roles.assign({
           subject: who.subject,
@@ -150,6 +161,11 @@ export default async function roleRoutes(app: FastifyInstance): Promise<void> {
           } catch (err) {
             return forbidden(err, reply);
           }
+          if (role === 'owner' && (await ownerGateArmed(app.state)))
+            return reply.code(409).send({
+              error:
+                'owner-action dual control is armed: grant owner with roles/assign (a second owner approves)',
+            });
           await app.state.roles.assign({
             subject,
             role: roleName(role),

@@ -21,6 +21,7 @@ import type { PullScope } from '@coffer/state';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { type Static, Type } from 'typebox';
 import { type BrowserErrorInput, generateBundle, MAX_BROWSER_ERRORS } from '../../bundle/index.ts';
+import { queuedIfArmed } from '../admin/owner-actions.ts';
 import { credentialView, mintCredential, PULL_SCOPES } from './grants.ts';
 
 /** Largest `POST /admin/support/bundle` body: 50 entries of 1 KiB plus framing. */
@@ -152,9 +153,17 @@ export default async function supportRoutes(app: FastifyInstance): Promise<void>
         body: MintBody,
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const caller = request.caller!;
       const scope = request.body.scope as PullScope;
+      // Under owner-action dual control a second owner carries it out (202 ownerActionQueued).
+      const params = {
+        scope,
+        ...(request.body.lifetimeSeconds === undefined
+          ? {}
+          : { lifetimeSeconds: request.body.lifetimeSeconds }),
+      };
+      if (await queuedIfArmed(app, request, reply, 'credential-mint', params)) return reply;
       const minted = await mintCredential(ctx.state, scope, request.body.lifetimeSeconds, caller.email);
       await app.audit.forRequest(request, {
         action: 'credential-mint',
