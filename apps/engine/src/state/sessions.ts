@@ -125,6 +125,12 @@ export class EngineSessions {
   /** Ends one session (`sessions/terminate`); the others of its subject go on. */
   async endOne(claims: SessionClaims): Promise<void> {
     await this.#state.settings.set(ENDED_PREFIX + claims.sid, { until: claims.expiresAt });
+    // Entries of sessions that have expired anyway are no longer needed.
+    const now = Math.floor(Date.now() / 1000);
+    for (const e of await this.#state.settings.list(ENDED_PREFIX)) {
+      const until = (e.value as { until?: unknown } | null)?.until;
+      if (typeof until === 'number' && until < now) await this.#state.settings.delete(e.key);
+    }
   }
 
   /** Ends every session of every person and every token session (`sessions/terminate-all`). */

@@ -194,6 +194,8 @@ export default async function passkeyRoutes(app: FastifyInstance): Promise<void>
             return reply.code(409).send({ ok: false, reason: 'this email already holds a passkey' });
           path = 'bootstrap';
         } else return sendUnauthorised(reply);
+        // Expired single-use records (abandoned ceremonies, stale links) go here, not on a timer.
+        await identity.purgeTokens(Date.now());
         const existing = (await identity.passkeysOf(passkeySubject(email))).map(stored);
         const { options, challenge } = await registrationOptions(rp, { email }, existing);
         await identity.putToken({
