@@ -9,6 +9,7 @@
 export { chromiumPath } from './chromium.ts';
 export { markdownCells, markdownTable } from './markdown.ts';
 export * from './postgres.ts';
+export { runReadmeExample } from './readme-example.ts';
 export * from './redis.ts';
 export * from './s3.ts';
 export { SoftAuthenticator, type Tweaks as AuthenticatorTweaks } from './soft-authenticator.ts';

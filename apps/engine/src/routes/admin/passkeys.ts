@@ -33,17 +33,14 @@ import {
   type OneTimeRecord,
   oneTimeTokenId,
   passkeySubject,
-  type RelyingParty,
   readCookie,
   registrationOptions,
-  relyingPartyOf,
   SESSION_COOKIE,
   type StoredPasskey,
   sessionCookie,
   verifyAuthentication,
   verifyRegistration,
 } from '@coffer/identity';
-import type { PasskeyRecord } from '@coffer/state';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { bearerOf } from '../../auth/admin-token.ts';
 import { createMailer } from '../../auth/mailer.ts';
@@ -54,47 +51,18 @@ import {
   sendUnauthorised,
 } from '../../plugins/replies.ts';
 import { adminTokenRetired } from '../../state/index.ts';
+import { claimedChallenge, relyingPartyOr501, rememberChallenge, storedPasskey } from './ceremonies.ts';
 
 const FIRST_OWNER_LATCH = 'identity.first-owner';
-const CEREMONY_MS = 5 * 60 * 1000;
 const SEND_WINDOW_MS = 60 * 60 * 1000;
 const SENDS_PER_ADDRESS = 5;
 
 type RegisterPath = 'bootstrap' | 'link' | 'self' | 'invite';
 
-const stored = (p: PasskeyRecord): StoredPasskey => ({
-  id: p.id,
-  publicKey: p.publicKey,
-  counter: p.counter,
-  transports: p.transports,
-});
-
-/** The challenge a browser answer claims (only a lookup key: the verification checks it). */
-function claimedChallenge(credential: unknown): string | null {
-  const text = (credential as { response?: { clientDataJSON?: unknown } } | null)?.response?.clientDataJSON;
-  if (typeof text !== 'string' || text.length > 4096) return null;
-  try {
-    const c = JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as { challenge?: unknown };
-    return typeof c.challenge === 'string' && /^[A-Za-z0-9_-]{16,128}$/.test(c.challenge)
-      ? c.challenge
-      : null;
-  } catch {
-    return null;
-  }
-}
-
 export default async function passkeyRoutes(app: FastifyInstance): Promise<void> {
   const identity = app.state.identity;
 
-  /** The relying party, or a 501 already sent. */
-  const relyingParty = (reply: FastifyReply): RelyingParty | null => {
-    try {
-      return relyingPartyOf(app.config.consoleOrigin);
-    } catch {
-      void reply.code(501).send({ ok: false, reason: 'passkey_not_configured' });
-      return null;
-    }
-  };
+  const relyingParty = (reply: FastifyReply) => relyingPartyOr501(app, reply, 'signin');
 
   /** The signed-in person's email (self-add), or null. Never falls back to anything else. */
   const sessionEmail = async (request: FastifyRequest): Promise<string | null> => {
@@ -196,15 +164,9 @@ export default async function passkeyRoutes(app: FastifyInstance): Promise<void>
         } else return sendUnauthorised(reply);
         // Expired single-use records (abandoned ceremonies, stale links) go here, not on a timer.
         await identity.purgeTokens(Date.now());
-        const existing = (await identity.passkeysOf(passkeySubject(email))).map(stored);
+        const existing = (await identity.passkeysOf(passkeySubject(email))).map(storedPasskey);
         const { options, challenge } = await registrationOptions(rp, { email }, existing);
-        await identity.putToken({
-          id: challenge,
-          purpose: `ceremony:register:${path}`,
-          boundTo: email,
-          verifier: inviteId,
-          expiresAt: Date.now() + CEREMONY_MS,
-        });
+        await rememberChallenge(identity, challenge, `ceremony:register:${path}`, email, inviteId);
         return options;
       } catch (err) {
         request.log.error({ code: (err as { code?: string }).code }, 'passkey registration could not begin');
@@ -330,16 +292,10 @@ export default async function passkeyRoutes(app: FastifyInstance): Promise<void>
         return sendBadRequest(reply, 'email must be an address');
       }
       try {
-        const mine = (await identity.passkeysOf(passkeySubject(email))).map(stored);
+        const mine = (await identity.passkeysOf(passkeySubject(email))).map(storedPasskey);
         // An email without passkeys gets the same shape of answer (nothing tells the two apart).
         const { options, challenge } = await authenticationOptions(rp, mine);
-        await identity.putToken({
-          id: challenge,
-          purpose: 'ceremony:login',
-          boundTo: email,
-          verifier: '-',
-          expiresAt: Date.now() + CEREMONY_MS,
-        });
+        await rememberChallenge(identity, challenge, 'ceremony:login', email);
         return options;
       } catch (err) {
         request.log.error({ code: (err as { code?: string }).code }, 'passkey sign-in could not begin');
@@ -371,7 +327,7 @@ export default async function passkeyRoutes(app: FastifyInstance): Promise<void>
         const mine = await identity.passkeysOf(passkeySubject(email));
         let result: { credentialId: string; newCounter: number };
         try {
-          result = await verifyAuthentication(rp, credential, challenge, mine.map(stored));
+          result = await verifyAuthentication(rp, credential, challenge, mine.map(storedPasskey));
         } catch (err) {
           if (!isIdentityError(err)) throw err;
           request.log.info({ auth: 'refused', reason: `passkey-${err.refusal}` }, 'passkey sign-in refused');

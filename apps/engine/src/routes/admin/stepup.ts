@@ -10,26 +10,16 @@ import {
   isIdentityError,
   mintOneTimeToken,
   passkeySubject,
-  type RelyingParty,
-  relyingPartyOf,
   verifyAuthentication,
 } from '@coffer/identity';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { sendBadRequest, sendStateUnavailable, sendUnauthorised } from '../../plugins/replies.ts';
-
-const CEREMONY_MS = 5 * 60 * 1000;
+import { claimedChallenge, relyingPartyOr501, rememberChallenge, storedPasskey } from './ceremonies.ts';
 
 export default async function stepUpRoutes(app: FastifyInstance): Promise<void> {
   const identity = app.state.identity;
 
-  const relyingParty = (reply: FastifyReply): RelyingParty | null => {
-    try {
-      return relyingPartyOf(app.config.consoleOrigin);
-    } catch {
-      void reply.code(501).send({ error: 'passkey_not_configured' });
-      return null;
-    }
-  };
+  const relyingParty = (reply: FastifyReply) => relyingPartyOr501(app, reply, 'stepup');
 
   /** The person's session (sid and email), or the 400 already sent. */
   const personSession = (request: FastifyRequest, reply: FastifyReply) => {
@@ -60,22 +50,8 @@ export default async function stepUpRoutes(app: FastifyInstance): Promise<void> 
       if (who === null) return reply;
       try {
         const mine = await identity.passkeysOf(passkeySubject(who.email));
-        const { options, challenge } = await authenticationOptions(
-          rp,
-          mine.map((p) => ({
-            id: p.id,
-            publicKey: p.publicKey,
-            counter: p.counter,
-            transports: p.transports,
-          })),
-        );
-        await identity.putToken({
-          id: challenge,
-          purpose: 'ceremony:stepup',
-          boundTo: who.sid,
-          verifier: '-',
-          expiresAt: Date.now() + CEREMONY_MS,
-        });
+        const { options, challenge } = await authenticationOptions(rp, mine.map(storedPasskey));
+        await rememberChallenge(identity, challenge, 'ceremony:stepup', who.sid);
         return options;
       } catch {
         return sendStateUnavailable(reply);
@@ -92,18 +68,7 @@ export default async function stepUpRoutes(app: FastifyInstance): Promise<void> 
       const who = personSession(request, reply);
       if (who === null) return reply;
       const credential = (request.body as { credential?: unknown } | undefined)?.credential;
-      const text = (credential as { response?: { clientDataJSON?: unknown } } | undefined)?.response
-        ?.clientDataJSON;
-      let challenge: string | null = null;
-      try {
-        const parsed = JSON.parse(Buffer.from(String(text), 'base64url').toString('utf8')) as {
-          challenge?: unknown;
-        };
-        challenge =
-          typeof parsed.challenge === 'string' && parsed.challenge.length <= 128 ? parsed.challenge : null;
-      } catch {
-        challenge = null;
-      }
+      const challenge = claimedChallenge(credential);
       if (challenge === null) return sendUnauthorised(reply);
       try {
         const ceremony = await identity.takeToken(challenge, {
@@ -120,17 +85,7 @@ export default async function stepUpRoutes(app: FastifyInstance): Promise<void> 
         const mine = await identity.passkeysOf(passkeySubject(who.email));
         let result: { credentialId: string; newCounter: number };
         try {
-          result = await verifyAuthentication(
-            rp,
-            credential,
-            challenge,
-            mine.map((p) => ({
-              id: p.id,
-              publicKey: p.publicKey,
-              counter: p.counter,
-              transports: p.transports,
-            })),
-          );
+          result = await verifyAuthentication(rp, credential, challenge, mine.map(storedPasskey));
         } catch (err) {
           if (!isIdentityError(err)) throw err;
           return sendUnauthorised(reply);
