@@ -68,6 +68,21 @@ async function auth(app: FastifyInstance, options: AuthOptions): Promise<void> {
     return null;
   };
 
+  /** The subject's role, re-read now; null after a 502 when the role table cannot be read. */
+  async function roleOr502(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    subject: string,
+  ): Promise<Awaited<ReturnType<typeof roleOfSubject>> | null> {
+    try {
+      return await roleOfSubject(options.state, subject);
+    } catch {
+      request.log.error({ code: 'ERR_ENGINE_STATE_UNAVAILABLE' }, 'role table unreadable');
+      sendStateUnavailable(reply);
+      return null;
+    }
+  }
+
   async function perimeterCaller(
     request: FastifyRequest,
     reply: FastifyReply,
@@ -78,14 +93,8 @@ async function auth(app: FastifyInstance, options: AuthOptions): Promise<void> {
     const result = await options.perimeter.verify(assertion);
     if (!result.ok) return refuse(request, reply, result.reason);
     const { subject, email, authenticatedAt } = result.identity;
-    let resolved: Awaited<ReturnType<typeof roleOfSubject>>;
-    try {
-      resolved = await roleOfSubject(options.state, subject);
-    } catch {
-      request.log.error({ code: 'ERR_ENGINE_STATE_UNAVAILABLE' }, 'role table unreadable');
-      sendStateUnavailable(reply);
-      return null;
-    }
+    const resolved = await roleOr502(request, reply, subject);
+    if (resolved === null) return null;
     const role = resolved.role;
     return {
       method: 'perimeter-access',
@@ -141,14 +150,8 @@ async function auth(app: FastifyInstance, options: AuthOptions): Promise<void> {
       };
     }
     const subject = claims.subject!;
-    let resolved: Awaited<ReturnType<typeof roleOfSubject>>;
-    try {
-      resolved = await roleOfSubject(options.state, subject);
-    } catch {
-      request.log.error({ code: 'ERR_ENGINE_STATE_UNAVAILABLE' }, 'role table unreadable');
-      sendStateUnavailable(reply);
-      return null;
-    }
+    const resolved = await roleOr502(request, reply, subject);
+    if (resolved === null) return null;
     return {
       method: 'session',
       subject,

@@ -63,6 +63,9 @@ export default async function passkeyRoutes(app: FastifyInstance): Promise<void>
   const identity = app.state.identity;
 
   const relyingParty = (reply: FastifyReply) => relyingPartyOr501(app, reply, 'signin');
+  const meta = (summary: string, operationId: string) => ({
+    schema: { summary, operationId, tags: ['admin', 'pre-auth', 'identity'] },
+  });
 
   /** The signed-in person's email (self-add), or null. Never falls back to anything else. */
   const sessionEmail = async (request: FastifyRequest): Promise<string | null> => {
@@ -96,13 +99,7 @@ export default async function passkeyRoutes(app: FastifyInstance): Promise<void>
 
   app.post(
     '/auth/register/begin',
-    {
-      schema: {
-        summary: 'Passkey registration: creation options',
-        operationId: 'postAuthRegisterBegin',
-        tags: ['admin', 'pre-auth', 'identity'],
-      },
-    },
+    meta('Passkey registration: creation options', 'postAuthRegisterBegin'),
     async (request, reply) => {
       const rp = relyingParty(reply);
       if (rp === null) return reply;
@@ -177,13 +174,7 @@ export default async function passkeyRoutes(app: FastifyInstance): Promise<void>
 
   app.post(
     '/auth/register/finish',
-    {
-      schema: {
-        summary: 'Passkey registration: store the passkey, stage recovery codes, sign in',
-        operationId: 'postAuthRegisterFinish',
-        tags: ['admin', 'pre-auth', 'identity'],
-      },
-    },
+    meta('Passkey registration: store the passkey, stage recovery codes, sign in', 'postAuthRegisterFinish'),
     async (request, reply) => {
       const rp = relyingParty(reply);
       if (rp === null) return reply;
@@ -275,13 +266,7 @@ export default async function passkeyRoutes(app: FastifyInstance): Promise<void>
 
   app.post(
     '/auth/login/begin',
-    {
-      schema: {
-        summary: 'Passkey sign-in: request options',
-        operationId: 'postAuthLoginBegin',
-        tags: ['admin', 'pre-auth', 'identity'],
-      },
-    },
+    meta('Passkey sign-in: request options', 'postAuthLoginBegin'),
     async (request, reply) => {
       const rp = relyingParty(reply);
       if (rp === null) return reply;
@@ -306,13 +291,7 @@ export default async function passkeyRoutes(app: FastifyInstance): Promise<void>
 
   app.post(
     '/auth/login/finish',
-    {
-      schema: {
-        summary: 'Passkey sign-in: verify and set the session cookie',
-        operationId: 'postAuthLoginFinish',
-        tags: ['admin', 'pre-auth', 'identity'],
-      },
-    },
+    meta('Passkey sign-in: verify and set the session cookie', 'postAuthLoginFinish'),
     async (request, reply) => {
       const rp = relyingParty(reply);
       if (rp === null) return reply;
@@ -350,13 +329,10 @@ export default async function passkeyRoutes(app: FastifyInstance): Promise<void>
 
   app.post(
     '/auth/bootstrap/send',
-    {
-      schema: {
-        summary: 'Mail the first-owner set-up link to the deploy-pinned address (always a generic 200)',
-        operationId: 'postAuthBootstrapSend',
-        tags: ['admin', 'pre-auth', 'identity'],
-      },
-    },
+    meta(
+      'Mail the first-owner set-up link to the deploy-pinned address (always a generic 200)',
+      'postAuthBootstrapSend',
+    ),
     async (request, reply) => {
       try {
         const hits = await app.state.rateLimits.hit(`bootstrap-send:${request.ip}`, SEND_WINDOW_MS);
