@@ -529,6 +529,8 @@ export interface IdentityRepository {
    * binding is removed in the same write (a new set-up link replaces the previous one).
    */
   putToken(record: OneTimeTokenRecord, options?: { replace?: boolean }): Promise<void>;
+  /** The token `id` without using it up (null when absent, or of another purpose or binding). */
+  getToken(id: string, expect?: { purpose?: string; boundTo?: string }): Promise<OneTimeTokenRecord | null>;
   /**
    * Removes and returns the token `id` in one write (single use), or null; expiry is the caller's
    * check. With `expect`, a token of another purpose or binding is left in place and null returned

@@ -78,6 +78,8 @@ export async function peopleSuite(t: Test, makeTarget: MakeTarget): Promise<void
     await a.identity.putToken(token('t2', 'root@example.org'), { replace: true });
     t.equal(await a.identity.takeToken('t1'), null, 'a new set-up link replaced the previous one');
     await a.identity.putToken(token('t3', 'other@example.org'));
+    t.same(await a.identity.getToken('t3'), token('t3', 'other@example.org'), 'read without using it up');
+    t.equal(await a.identity.getToken('t3', { boundTo: 'x@example.org' }), null, 'read: another binding');
     t.equal(await a.identity.takeToken('t3', { boundTo: 'x@example.org' }), null, 'another binding');
     t.equal(await a.identity.takeToken('t3', { purpose: 'invite' }), null, 'another purpose');
     const [x, y] = await Promise.all([a.identity.takeToken('t2'), b.identity.takeToken('t2')]);

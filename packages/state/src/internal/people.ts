@@ -188,6 +188,16 @@ export function identityRepository(db: Db): IdentityRepository {
       });
     },
 
+    async getToken(id, expect = {}) {
+      const row = await db.read('reading a single-use token', (k) =>
+        k.selectFrom('one_time_tokens').selectAll().where('id', '=', id).executeTakeFirst(),
+      );
+      if (!row) return null;
+      if (expect.purpose !== undefined && row.purpose !== expect.purpose) return null;
+      if (expect.boundTo !== undefined && row.bound_to !== expect.boundTo) return null;
+      return toToken(row);
+    },
+
     async takeToken(id, expect = {}) {
       return db.write('using a single-use token', async (trx) => {
         const row = await trx

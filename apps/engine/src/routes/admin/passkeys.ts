@@ -75,6 +75,18 @@ export default async function passkeyRoutes(app: FastifyInstance): Promise<void>
     return verified.ok && verified.claims.email !== null ? verified.claims.email : null;
   };
 
+  /** The record a set-up link or invite names for `email`, checked but not used up; null when refused. */
+  const validOneTime = async (token: unknown, purpose: 'invite' | 'first-owner', email: string) => {
+    const id = oneTimeTokenId(token, purpose);
+    const record = id === null ? null : await identity.getToken(id, { purpose, boundTo: email });
+    try {
+      checkOneTimeToken(token, record as OneTimeRecord | null, { purpose, boundTo: email });
+      return record;
+    } catch {
+      return null;
+    }
+  };
+
   /** Whether a first owner exists (the role table has a member, or the claim latch is set). */
   const firstOwnerClaimed = async (): Promise<boolean> =>
     (await app.state.roles.list()).length > 0 ||
@@ -115,42 +127,22 @@ export default async function passkeyRoutes(app: FastifyInstance): Promise<void>
         let inviteId = '-';
         if (body.setupToken !== undefined) {
           // The emailed first-owner link: checked here, used up at finish.
-          const id = oneTimeTokenId(body.setupToken, 'first-owner');
-          const link =
-            id === null ? null : await identity.takeToken(id, { purpose: 'first-owner', boundTo: email });
-          if (link !== null) await identity.putToken(link);
-          try {
-            checkOneTimeToken(body.setupToken, link as OneTimeRecord | null, {
-              purpose: 'first-owner',
-              boundTo: email,
-            });
-          } catch {
-            return sendUnauthorised(reply);
-          }
+          const link = await validOneTime(body.setupToken, 'first-owner', email);
+          if (link === null) return sendUnauthorised(reply);
           if (await firstOwnerClaimed())
             return reply.code(403).send({ ok: false, reason: 'first owner already claimed' });
           if (await identity.emailHasPasskey(email))
             return reply.code(409).send({ ok: false, reason: 'this email already holds a passkey' });
           path = 'link';
-          inviteId = link!.id;
+          inviteId = link.id;
         } else if (body.inviteToken !== undefined) {
           // Checked here, used up at finish: an abandoned ceremony leaves the invite usable.
-          const id = oneTimeTokenId(body.inviteToken, 'invite');
-          const invite =
-            id === null ? null : await identity.takeToken(id, { purpose: 'invite', boundTo: email });
-          if (invite !== null) await identity.putToken(invite);
-          try {
-            checkOneTimeToken(body.inviteToken, invite as OneTimeRecord | null, {
-              purpose: 'invite',
-              boundTo: email,
-            });
-          } catch {
-            return sendUnauthorised(reply);
-          }
+          const invite = await validOneTime(body.inviteToken, 'invite', email);
+          if (invite === null) return sendUnauthorised(reply);
           if (await identity.emailHasPasskey(email))
             return reply.code(409).send({ ok: false, reason: 'this email already holds a passkey' });
           path = 'invite';
-          inviteId = invite!.id;
+          inviteId = invite.id;
         } else if ((await sessionEmail(request)) === email) path = 'self';
         else if (await bearerValid(request)) {
           if (await firstOwnerClaimed())
