@@ -29,6 +29,8 @@ const allowed = {
   '@coffer/restore': ['@coffer/crypto', '@coffer/archive', '@coffer/objectstore', '@coffer/sources'],
   '@coffer/recover': ['@coffer/crypto', '@coffer/objectstore', '@coffer/archive', '@coffer/sources'],
   '@coffer/engine': '*',
+  // The console's UI bundles the browser build of @coffer/crypto (the break-glass key is made in the browser).
+  '@coffer/console': ['@coffer/crypto'],
 };
 
 /**

@@ -102,6 +102,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   const app = Fastify({
     logger,
     ...(https ? { https } : {}),
+    // Only named proxies (the console) may say who the client is; otherwise request.ip is the peer.
+    ...(config.trustProxy.length > 0 ? { trustProxy: config.trustProxy } : {}),
     genReqId: () => randomUUID(),
     requestIdHeader: false,
     ajv: {

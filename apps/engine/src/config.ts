@@ -9,6 +9,7 @@
  * Key material is read here as text only; decoding and checking its kind happens in keys.ts.
  */
 import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { delimiter, isAbsolute, join, resolve } from 'node:path';
 import { type ConnectionsConfig, loadConnections } from './connections/config.ts';
 import { ConfigError } from './errors.ts';
@@ -32,6 +33,12 @@ export interface EngineConfig {
   adminToken: string | undefined;
   adminTokenDisabled: boolean;
   consoleOrigin: string | undefined;
+  /**
+   * ENGINE_TRUST_PROXY: addresses or CIDR ranges (comma-separated) of proxies in front of the
+   * engine, such as the console, whose `X-Forwarded-For` names the client; empty = trust none, so
+   * per-address limits use the connecting address.
+   */
+  trustProxy: string[];
   perimeter: { teamDomain: string; audience: string } | undefined;
   scimBearerToken: string | undefined;
   harnessTestFaults: boolean;
@@ -103,6 +110,27 @@ function port(env: Env): number {
   if (!/^\d{1,5}$/.test(v) || Number(v) > 65535)
     throw new ConfigError('PORT', 'must be an integer from 0 to 65535');
   return Number(v);
+}
+
+function trustProxy(env: Env): string[] {
+  const v = str(env, 'ENGINE_TRUST_PROXY');
+  if (v === undefined) return [];
+  const entries = v
+    .split(',')
+    .map((e) => e.trim())
+    .filter((e) => e !== '');
+  for (const e of entries) {
+    const [addr, bits, extra] = e.split('/');
+    const family = isIP(addr ?? '');
+    const max = family === 6 ? 128 : 32;
+    if (
+      family === 0 ||
+      extra !== undefined ||
+      (bits !== undefined && !(/^\d{1,3}$/.test(bits) && Number(bits) <= max))
+    )
+      throw new ConfigError('ENGINE_TRUST_PROXY', 'must list IP addresses or CIDR ranges, comma-separated');
+  }
+  return entries;
 }
 
 function origin(env: Env): string | undefined {
@@ -310,6 +338,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     adminToken,
     adminTokenDisabled: flag(env, 'ADMIN_TOKEN_DISABLED'),
     consoleOrigin: origin(env),
+    trustProxy: trustProxy(env),
     perimeter: perimeter(env),
     scimBearerToken: str(env, 'SCIM_BEARER_TOKEN'),
     harnessTestFaults: flag(env, 'HARNESS_TEST_FAULTS'),
@@ -347,6 +376,7 @@ export const CONFIG_VARIABLES = [
   'ADMIN_TOKEN',
   'ADMIN_TOKEN_DISABLED',
   'CONSOLE_ORIGIN',
+  'ENGINE_TRUST_PROXY',
   'PERIMETER_ACCESS_TEAM_DOMAIN',
   'PERIMETER_ACCESS_AUD',
   'SCIM_BEARER_TOKEN',

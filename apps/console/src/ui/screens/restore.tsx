@@ -1,0 +1,5 @@
+import { Page } from '../components/ui.tsx';
+
+export function Restore() {
+  return <Page title="Restore">{null}</Page>;
+}

@@ -1,0 +1,163 @@
+// The console server: the engine's families forwarded verbatim (method, path, query, headers,
+// body; the answer and its headers back unchanged), nothing else forwarded, X-Forwarded-For set
+// to the peer (a browser's own value replaced), the UI under its CSP with screen paths served the
+// single page, and configuration errors naming the variable.
+import { createServer, type IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import t from 'tap';
+import { buildConsole } from '../src/server/app.ts';
+import { ConsoleConfigError, loadConsoleConfig } from '../src/server/config.ts';
+import { UI_DIR } from './helpers/stack.ts';
+
+interface Seen {
+  method: string;
+  url: string;
+  headers: IncomingMessage['headers'];
+  body: Buffer;
+}
+
+async function upstream(t: { teardown(fn: () => unknown): void }): Promise<{ url: string; seen: Seen[] }> {
+  const seen: Seen[] = [];
+  const server = createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    seen.push({ method: req.method!, url: req.url!, headers: req.headers, body: Buffer.concat(chunks) });
+    res.setHeader('set-cookie', ['a=1; Path=/; HttpOnly', 'b=2; Path=/']);
+    res.setHeader('x-engine-answer', 'yes');
+    res.setHeader('content-security-policy', "default-src 'none'");
+    res.writeHead(req.url?.startsWith('/admin/missing') ? 404 : 201, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ echoed: req.url }));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  t.teardown(
+    () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  );
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, seen };
+}
+
+t.test('the three families are forwarded verbatim', async (t) => {
+  const up = await upstream(t);
+  const app = await buildConsole(
+    loadConsoleConfig({ CONSOLE_ENGINE_URL: up.url, CONSOLE_UI_DIR: UI_DIR, CONSOLE_LOG_LEVEL: 'silent' }),
+  );
+  const url = await app.listen({ host: '127.0.0.1', port: 0 });
+  t.teardown(() => app.close());
+
+  const body = JSON.stringify({ id: 'j1', nested: { ü: 'x'.repeat(70_000) } });
+  const r = await fetch(`${url}/admin/jobs?x=1&y=%20two`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      origin: 'http://console.example',
+      cookie: '__Host-engine_session=abc',
+      authorization: 'Bearer tok',
+      'x-engine-csrf': 'c1',
+      'x-engine-stepup': 'cfs_s',
+      'x-forwarded-for': '203.0.113.9',
+    },
+    body,
+  });
+  t.equal(r.status, 201, 'status passed through');
+  t.same(await r.json(), { echoed: '/admin/jobs?x=1&y=%20two' });
+  t.equal(r.headers.get('x-engine-answer'), 'yes', 'engine headers back');
+  t.same(r.headers.getSetCookie(), ['a=1; Path=/; HttpOnly', 'b=2; Path=/'], 'every Set-Cookie back');
+  t.equal(
+    r.headers.get('content-security-policy'),
+    "default-src 'none'",
+    "the engine's own CSP, not the UI's",
+  );
+  const s = up.seen[0]!;
+  t.equal(s.method, 'POST');
+  t.equal(s.url, '/admin/jobs?x=1&y=%20two', 'path and query unchanged');
+  t.equal(s.body.toString('utf8'), body, 'body byte for byte (70 kB)');
+  t.equal(s.headers.origin, 'http://console.example', 'Origin unchanged');
+  t.equal(s.headers.cookie, '__Host-engine_session=abc');
+  t.equal(s.headers.authorization, 'Bearer tok');
+  t.equal(s.headers['x-engine-csrf'], 'c1');
+  t.equal(s.headers['x-engine-stepup'], 'cfs_s');
+  t.equal(s.headers['x-forwarded-for'], '127.0.0.1', "the peer's address, the browser's claim replaced");
+
+  for (const [method, path] of [
+    ['GET', '/support/diagnostics?afterSeq=3'],
+    ['GET', '/metrics'],
+    ['GET', '/admin/audit/export?format=csv'],
+    ['OPTIONS', '/admin/jobs'],
+  ] as const) {
+    const before = up.seen.length;
+    const res = await fetch(`${url}${path}`, { method });
+    await res.arrayBuffer();
+    t.equal(res.status, 201, `${method} ${path} forwarded`);
+    t.equal(up.seen[before]?.url, path);
+    t.equal(up.seen[before]?.method, method);
+  }
+  const missing = await fetch(`${url}/admin/missing`);
+  await missing.arrayBuffer();
+  t.equal(missing.status, 404, "the engine's 404 passes through");
+
+  // Nothing outside the families reaches the engine.
+  const before = up.seen.length;
+  for (const path of ['/ready', '/scim/v2/Users', '/admin-x', '/restore/x', '/pull'])
+    await (await fetch(`${url}${path}`)).arrayBuffer();
+  t.equal(up.seen.length, before, 'other paths are not forwarded');
+});
+
+t.test('the UI: CSP, screen paths, assets, no engine headers', async (t) => {
+  const up = await upstream(t);
+  const app = await buildConsole(
+    loadConsoleConfig({ CONSOLE_ENGINE_URL: up.url, CONSOLE_UI_DIR: UI_DIR, CONSOLE_LOG_LEVEL: 'silent' }),
+  );
+  const url = await app.listen({ host: '127.0.0.1', port: 0 });
+  t.teardown(() => app.close());
+  for (const path of ['/', '/jobs', '/jobs/nightly', '/restore']) {
+    const r = await fetch(`${url}${path}`);
+    t.equal(r.status, 200, `${path} serves the page`);
+    const html = await r.text();
+    t.match(html, /<div id="root"><\/div>/);
+    t.notMatch(html, /<script>(?!<)/, 'no inline script in the page');
+    const csp = r.headers.get('content-security-policy') ?? '';
+    t.match(csp, /script-src 'self'/);
+    t.notMatch(csp, /unsafe-inline|unsafe-eval/, 'no unsafe-inline or unsafe-eval');
+    t.match(csp, /frame-ancestors 'none'/);
+    t.equal(r.headers.get('x-content-type-options'), 'nosniff');
+    t.equal(r.headers.get('cache-control'), 'no-cache');
+  }
+  const html = await (await fetch(`${url}/`)).text();
+  const asset = /src="(\/assets\/[^"]+\.js)"/.exec(html)?.[1];
+  t.ok(asset, 'the page loads a hashed bundle');
+  const a = await fetch(`${url}${asset}`);
+  t.equal(a.status, 200);
+  t.match(a.headers.get('content-type') ?? '', /javascript/);
+  t.match(a.headers.get('cache-control') ?? '', /immutable/);
+  t.ok((await a.arrayBuffer()).byteLength > 1000, 'the bundle has content');
+  t.equal(up.seen.length, 0, 'serving the UI never calls the engine');
+});
+
+t.test('configuration errors name the variable', async (t) => {
+  const cases: [Record<string, string>, string][] = [
+    [{}, 'CONSOLE_ENGINE_URL'],
+    [{ CONSOLE_ENGINE_URL: 'not a url' }, 'CONSOLE_ENGINE_URL'],
+    [{ CONSOLE_ENGINE_URL: 'ftp://127.0.0.1' }, 'CONSOLE_ENGINE_URL'],
+    [{ CONSOLE_ENGINE_URL: 'http://u:p@127.0.0.1' }, 'CONSOLE_ENGINE_URL'],
+    [{ CONSOLE_ENGINE_URL: 'http://127.0.0.1/admin' }, 'CONSOLE_ENGINE_URL'],
+    [{ CONSOLE_ENGINE_URL: 'http://127.0.0.1', CONSOLE_PORT: '70000' }, 'CONSOLE_PORT'],
+    [
+      { CONSOLE_ENGINE_URL: 'http://127.0.0.1', CONSOLE_TLS_CERT_FILE: '/nonexistent' },
+      'CONSOLE_TLS_CERT_FILE',
+    ],
+  ];
+  for (const [env, variable] of cases) {
+    t.throws(
+      () => loadConsoleConfig(env),
+      { name: 'ConsoleConfigError', variable },
+      `${JSON.stringify(env)} -> ${variable}`,
+    );
+  }
+  t.ok(new ConsoleConfigError('X', 'y') instanceof Error);
+  const c = loadConsoleConfig({ CONSOLE_ENGINE_URL: 'http://127.0.0.1:8787' });
+  t.equal(c.port, 8788);
+  t.equal(c.host, '127.0.0.1');
+});
