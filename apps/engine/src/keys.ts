@@ -5,9 +5,11 @@
  *    keys: read from ENGINE_SIGNER_KEY_FILE / ENGINE_OPERATIONAL_KEY_FILE when set, otherwise from
  *    `<data dir>/keys/`, where they are created on first start (armoured files, mode 0600, created
  *    exclusively so two processes starting at once never overwrite each other's key);
- * 2. the break-glass PUBLIC key only from ENGINE_BREAK_GLASS_PUBLIC_KEY (armoured text or the
- *    `.pub` file written by `coffer-recover keygen`); a secret key given there is refused, because
- *    the private half must never reach the engine;
+ * 2. the break-glass PUBLIC key from ENGINE_BREAK_GLASS_PUBLIC_KEY (armoured text or the `.pub`
+ *    file written by `coffer-recover keygen`), or else the one an owner sent once from the console
+ *    (`POST /admin/setup/break-glass-key`, kept in the state store under BREAK_GLASS_SETTING and
+ *    adopted at start); a secret key given either way is refused, because the private half must
+ *    never reach the engine;
  * 3. the optional vendor support public key from ENGINE_SUPPORT_PUBLIC_KEY.
  *
  * Without a break-glass key the engine still serves its API, but `ready` is false and `missing`
@@ -141,6 +143,35 @@ function engineSecret(
   );
   const publicKey = toPublic(secretKey);
   return { secretKey, publicKey, fingerprint: fingerprint(publicKey), file: path, created };
+}
+
+/** The state-store setting holding a break-glass public key sent from the console (armoured text). */
+export const BREAK_GLASS_SETTING = 'keys.break-glass-public';
+
+/** Why a break-glass public key sent to the engine was refused. */
+export type BreakGlassRefusal = 'secret-key' | 'wrong-kind' | 'unreadable';
+
+/**
+ * Reads an armoured break-glass PUBLIC key; returns the refusal instead of throwing, so a route can
+ * answer without echoing the text (a secret key pasted by mistake must not reach a log).
+ */
+export function readBreakGlassPublicKey(text: string): PublicKeyHolder | BreakGlassRefusal {
+  let decoded: { kind: KeyKind; key: Uint8Array };
+  try {
+    decoded = decodeKeyFile(text);
+  } catch {
+    return 'unreadable';
+  }
+  if (decoded.kind === 'recipient-secret') return 'secret-key';
+  if (decoded.kind !== 'recipient-public') return 'wrong-kind';
+  return { publicKey: decoded.key, fingerprint: fingerprint(decoded.key) };
+}
+
+/** Makes `holder` the engine's break-glass key (in memory): runs seal from now on. */
+export function adoptBreakGlassKey(keys: EngineKeys, holder: PublicKeyHolder): void {
+  keys.breakGlass = holder;
+  keys.missing = keys.missing.filter((m) => m !== 'ENGINE_BREAK_GLASS_PUBLIC_KEY');
+  keys.ready = keys.missing.length === 0;
 }
 
 function publicKey(source: KeyTextSource | undefined, what: string): PublicKeyHolder | null {

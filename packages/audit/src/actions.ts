@@ -56,6 +56,7 @@ export const AUDIT_ACTIONS = [
   'role-change',
   'custom-role-change',
   'setup-acknowledge',
+  'break-glass-key-set',
   // Control plane.
   'control-plane-restore',
   'control-plane-import',

@@ -13,7 +13,12 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import type { EngineConfig } from '../config.ts';
 import { ConfigError, EngineError } from '../errors.ts';
-import type { EngineKeys } from '../keys.ts';
+import {
+  adoptBreakGlassKey,
+  BREAK_GLASS_SETTING,
+  type EngineKeys,
+  readBreakGlassPublicKey,
+} from '../keys.ts';
 import { openEngineState, type State } from '../state/index.ts';
 
 declare module 'fastify' {
@@ -70,6 +75,16 @@ async function core(app: FastifyInstance, options: CorePluginOptions): Promise<v
   if (options.state === undefined) app.addHook('onClose', async () => state.close());
   app.decorate('config', config);
   app.decorate('keys', options.keys);
+  // A break-glass key sent from the console earlier (none in the environment): adopt it.
+  if (options.keys.breakGlass === null) {
+    const stored = await state.settings.get<string>(BREAK_GLASS_SETTING);
+    if (typeof stored === 'string') {
+      const holder = readBreakGlassPublicKey(stored);
+      if (typeof holder === 'string')
+        throw new EngineError('ERR_ENGINE_KEYS', `the stored break-glass public key is unusable (${holder})`);
+      adoptBreakGlassKey(options.keys, holder);
+    }
+  }
   app.decorate('state', state);
   app.decorate('destinations', destinationsOf(config) as ReadonlyMap<string, ObjectStore>);
   app.decorate('startedAt', new Date());

@@ -25,6 +25,7 @@ import policyRoutes from './policy.ts';
 import recoveryRoutes from './recovery.ts';
 import roleRoutes from './roles.ts';
 import sessionRoutes from './sessions.ts';
+import setupRoutes from './setup.ts';
 import statusRoutes from './status.ts';
 import stepUpRoutes from './stepup.ts';
 
@@ -71,6 +72,7 @@ export default async function adminFamily(app: FastifyInstance): Promise<void> {
     await authed.register(policyRoutes);
     await authed.register(ownerActionRoutes);
     await authed.register(statusRoutes);
+    await authed.register(setupRoutes);
     await authed.register(jobsRoutes);
     await authed.register(connectionsRoutes);
     await authed.register(auditRoutes);

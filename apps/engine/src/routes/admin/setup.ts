@@ -1,0 +1,89 @@
+/**
+ * First-run key set-up from the console (docs/console.md "First-run set-up"):
+ * `POST /admin/setup/break-glass-key` `{ publicKey }` (`keys.ceremony`, step-up): the armoured
+ * break-glass PUBLIC key the operator generated in the browser (or with `coffer-recover keygen`).
+ * Accepted only while the engine has none: a key already set (by ENGINE_BREAK_GLASS_PUBLIC_KEY or
+ * an earlier call) is never replaced here, so a stolen owner session cannot swap in a key of its
+ * own for future archives (409). A secret key is refused (400) without echoing it. The key is kept
+ * in the state store (shared by replicas; adopted at each start) and used at once by this engine.
+ * Audited as `break-glass-key-set` with the fingerprint.
+ */
+import type { FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
+import { adoptBreakGlassKey, BREAK_GLASS_SETTING, readBreakGlassPublicKey } from '../../keys.ts';
+import { sendStateUnavailable } from '../../plugins/replies.ts';
+
+const Body = Type.Object(
+  { publicKey: Type.String({ minLength: 1, maxLength: 16384 }) },
+  { additionalProperties: false },
+);
+
+const REFUSALS = {
+  'secret-key':
+    'this is a SECRET key: send only the public half (the .pub file); keep the secret key offline and never give it to the engine',
+  'wrong-kind': 'this is not a break-glass (recipient) public key',
+  unreadable: 'this is not a Coffer key file (expected the armoured text of a .pub file)',
+} as const;
+
+export default async function setupRoutes(app: FastifyInstance): Promise<void> {
+  app.post<{ Body: { publicKey: string } }>(
+    '/setup/break-glass-key',
+    {
+      onRequest: [app.requireCapability('keys.ceremony'), app.requireStepUp, app.rateLimitCaller],
+      config: { capability: 'keys.ceremony' },
+      schema: {
+        summary: 'Give the engine the break-glass public key (only while it has none)',
+        operationId: 'postSetupBreakGlassKey',
+        tags: ['admin', 'status'],
+        body: Body,
+      },
+    },
+    async (request, reply) => {
+      const keys = app.keys;
+      if (keys.breakGlass !== null)
+        return reply.code(409).send({
+          error: 'a break-glass key is already set; it is not replaced from the console',
+          fingerprint: keys.breakGlass.fingerprint,
+        });
+      const holder = readBreakGlassPublicKey(request.body.publicKey);
+      if (typeof holder === 'string') {
+        await app.audit.forRequest(request, {
+          action: 'break-glass-key-set',
+          outcome: 'refused',
+          target: 'break-glass-key',
+          detail: { reason: holder },
+        });
+        return reply.code(400).send({ error: REFUSALS[holder] });
+      }
+      let set: boolean;
+      try {
+        set = await app.state.settings.setIfAbsent(BREAK_GLASS_SETTING, request.body.publicKey.trim());
+      } catch {
+        return sendStateUnavailable(reply);
+      }
+      if (!set) {
+        // Another replica or request set one first: adopt what is stored, never this one.
+        const stored = readBreakGlassPublicKey(
+          (await app.state.settings.get<string>(BREAK_GLASS_SETTING)) ?? '',
+        );
+        if (typeof stored !== 'string') adoptBreakGlassKey(keys, stored);
+        return reply.code(409).send({
+          error: 'a break-glass key is already set; it is not replaced from the console',
+          fingerprint: typeof stored === 'string' ? null : stored.fingerprint,
+        });
+      }
+      adoptBreakGlassKey(keys, holder);
+      await app.audit.forRequest(request, {
+        action: 'break-glass-key-set',
+        outcome: 'applied',
+        target: 'break-glass-key',
+        detail: { fingerprint: holder.fingerprint },
+      });
+      request.log.info(
+        { event: 'break-glass-key-set', fingerprint: holder.fingerprint },
+        'break-glass key set',
+      );
+      return { ok: true, fingerprint: holder.fingerprint, keysReady: keys.ready, missing: keys.missing };
+    },
+  );
+}
