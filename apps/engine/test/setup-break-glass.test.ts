@@ -22,6 +22,7 @@ t.test('the break-glass key from the console', async (t) => {
   // A viewer's session cannot (keys.ceremony is the owner's).
   await engine.app.state.roles.assign({
     subject: passkeySubject('viewer@example.org'),
+    email: 'viewer@example.org',
     role: 'viewer',
     grantedBy: 'test',
   });
