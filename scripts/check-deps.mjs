@@ -29,8 +29,9 @@ const allowed = {
   '@coffer/restore': ['@coffer/crypto', '@coffer/archive', '@coffer/objectstore', '@coffer/sources'],
   '@coffer/recover': ['@coffer/crypto', '@coffer/objectstore', '@coffer/archive', '@coffer/sources'],
   '@coffer/engine': '*',
-  // The console's UI bundles the browser build of @coffer/crypto (the break-glass key is made in the browser).
-  '@coffer/console': ['@coffer/crypto'],
+  // The console's UI bundles the browser build of @coffer/crypto (the break-glass key is made in the
+  // browser); its end-to-end tests start the engine (a devDependency only, checked below).
+  '@coffer/console': ['@coffer/crypto', '@coffer/engine'],
 };
 
 /**
@@ -128,6 +129,8 @@ for (const top of ['packages', 'apps']) {
       for (const dep of Object.keys(deps ?? {})) {
         if (!dep.startsWith('@coffer/')) continue;
         if (dep === '@coffer/testkit' && kind === 'devDependencies') continue;
+        if (pkg.name === '@coffer/console' && dep === '@coffer/engine' && kind !== 'devDependencies')
+          fail('@coffer/console may use @coffer/engine only in its tests (devDependencies)');
         if (rule === '*' ? dep === '@coffer/engine' : !rule.includes(dep))
           fail(`${pkg.name} may not depend on ${dep} (${kind}); see ARCHITECTURE.md "Packages"`);
       }

@@ -45,6 +45,8 @@ export interface Stack {
   /** The break-glass secret key file (armoured) when the stack made one; null when set-up is left to the test. */
   breakGlassKeyFile: string | null;
   engineLogs: string[];
+  /** The engine app when started with `inProcess`. */
+  engine: FastifyInstance | null;
   console: FastifyInstance;
   browser: Browser;
   /** A browser identity of its own (cookies, virtual authenticator). */
@@ -64,6 +66,11 @@ export interface Persona {
 export interface StackOptions {
   /** Leave the break-glass key unset (the set-up screen makes one). Default false. */
   withoutBreakGlassKey?: boolean;
+  /**
+   * Run the engine in this process (`startEngine` of @coffer/engine) instead of as a child, so a
+   * test can reach its services (for example a session signed in ten minutes ago). Default false.
+   */
+  inProcess?: boolean;
   env?: Record<string, string>;
 }
 
@@ -114,19 +121,27 @@ export async function startStack(t: T, options: StackOptions = {}): Promise<Stac
     env.ENGINE_BREAK_GLASS_PUBLIC_KEY = encodeKeyFile('recipient-public', pair.publicKey);
   }
   const logs: string[] = [];
-  const child = spawn(process.execPath, [ENGINE_MAIN], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  child.stdout?.on('data', (c) => logs.push(String(c)));
-  child.stderr?.on('data', (c) => logs.push(String(c)));
-  t.teardown(
-    () =>
-      new Promise<void>((resolve) => {
-        if (child.exitCode !== null) return resolve();
-        child.once('exit', () => resolve());
-        child.kill('SIGTERM');
-        setTimeout(() => child.kill('SIGKILL'), 10_000).unref();
-      }),
-  );
-  await waitReady(engineUrl, child, logs);
+  let engine: FastifyInstance | null = null;
+  if (options.inProcess) {
+    const { startEngine } = await import('@coffer/engine');
+    engine = (await startEngine({ ...env, ENGINE_LOG_LEVEL: 'warn' })).app;
+    const started = engine;
+    t.teardown(() => started.close());
+  } else {
+    const child = spawn(process.execPath, [ENGINE_MAIN], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout?.on('data', (c) => logs.push(String(c)));
+    child.stderr?.on('data', (c) => logs.push(String(c)));
+    t.teardown(
+      () =>
+        new Promise<void>((resolve) => {
+          if (child.exitCode !== null) return resolve();
+          child.once('exit', () => resolve());
+          child.kill('SIGTERM');
+          setTimeout(() => child.kill('SIGKILL'), 10_000).unref();
+        }),
+    );
+    await waitReady(engineUrl, child, logs);
+  }
 
   const app = await buildConsole({
     ...loadConsoleConfig({
@@ -152,6 +167,7 @@ export async function startStack(t: T, options: StackOptions = {}): Promise<Stac
     restoreRoot,
     breakGlassKeyFile,
     engineLogs: logs,
+    engine,
     console: app,
     browser,
     async persona({ width = 1280, height = 860 } = {}) {
