@@ -73,7 +73,7 @@ function PolicyPanel({ data, mayChange }: { data: ApprovalsReply; mayChange: boo
       <h2 id="policy-title">Policy</h2>
       <p data-testid="policy-summary">
         {data.approvalRequired
-          ? `Approval is on: every restore apply needs a second person to approve its plan first, at least ${plural(data.minDelaySeconds, 'second')} after the request.`
+          ? `Approval is on: every restore apply needs a second person to approve its plan first${data.minDelaySeconds > 0 ? `, at least ${plural(data.minDelaySeconds, 'second')} after the request` : ' (no minimum delay)'}.`
           : 'Approval is off: a person with restore.apply applies a reviewed plan directly.'}
       </p>
       {mayChange ? (

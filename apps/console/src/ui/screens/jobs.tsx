@@ -30,7 +30,7 @@ import {
   useHistory,
   useJobs,
 } from './jobs/model.ts';
-import { PointInTime, RunHistory, StatusBadge } from './jobs/runs.tsx';
+import { PointInTime, RunHistory, StatusBadge, TableWrap } from './jobs/runs.tsx';
 import './jobs/jobs.css';
 
 function sourceText(s: JobSource): string {
@@ -80,7 +80,7 @@ export function Jobs() {
         <p className="muted">No jobs yet.{can(who, 'job.write') ? ' Create one to start backing up.' : ''}</p>
       ) : null}
       {jobs.data && jobs.data.jobs.length > 0 ? (
-        <div className="table-wrap">
+        <TableWrap label="Jobs table">
           <table className="jobs-table">
             <caption className="jobs-sr-only">Jobs with their state and last run</caption>
             <thead>
@@ -124,7 +124,7 @@ export function Jobs() {
               })}
             </tbody>
           </table>
-        </div>
+        </TableWrap>
       ) : null}
     </Page>
   );
@@ -281,7 +281,12 @@ export function JobDetail({ params }: { params: Record<string, string | undefine
     void refresh();
   };
 
-  if (jobs.isPending) return <Page title={`Job ${id}`}>{<Loading what="Loading the job" />}</Page>;
+  if (jobs.isPending)
+    return (
+      <Page title={`Job ${id}`}>
+        <Loading what="Loading the job" />
+      </Page>
+    );
   if (!row)
     return (
       <Page title={`Job ${id}`}>
