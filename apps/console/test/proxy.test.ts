@@ -5,7 +5,7 @@
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import t from 'tap';
-import { buildConsole } from '../src/server/app.ts';
+import { buildConsole, PROXIED_PREFIXES } from '../src/server/app.ts';
 import { ConsoleConfigError, loadConsoleConfig } from '../src/server/config.ts';
 import { UI_DIR } from './helpers/stack.ts';
 
@@ -160,4 +160,17 @@ t.test('configuration errors name the variable', async (t) => {
   const c = loadConsoleConfig({ CONSOLE_ENGINE_URL: 'http://127.0.0.1:8787' });
   t.equal(c.port, 8788);
   t.equal(c.host, '127.0.0.1');
+});
+
+t.test('no screen path lies inside a proxied family', async (t) => {
+  // A reload or a bookmark of a screen must reach the UI, never the engine.
+  const source = (await import('node:fs')).readFileSync(
+    new URL('../src/ui/routes.tsx', import.meta.url),
+    'utf8',
+  );
+  const paths = [...source.matchAll(/path: '([^']+)'/g)].map((m) => m[1]!);
+  t.ok(paths.length >= 10, 'the screens were read');
+  for (const path of paths)
+    for (const prefix of PROXIED_PREFIXES)
+      t.notOk(path === prefix || path.startsWith(`${prefix}/`), `${path} is not under ${prefix}`);
 });

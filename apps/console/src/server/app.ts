@@ -49,7 +49,6 @@ export async function buildConsole(config: ConsoleConfig): Promise<FastifyInstan
     exposeHeadRoutes: false,
     forceCloseConnections: 'idle',
     return503OnClosing: true,
-    disableRequestLogging: false,
   });
 
   const upstream = config.engineUrl.origin;

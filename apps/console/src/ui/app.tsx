@@ -1,4 +1,5 @@
 import { useQueryClient } from '@tanstack/react-query';
+import { Suspense } from 'react';
 import { Link, Route, Switch, useLocation } from 'wouter';
 import { api } from './api/client.ts';
 import { can, useWhoami, WHOAMI_KEY, type Whoami } from './auth/session.tsx';
@@ -64,20 +65,22 @@ function Shell({ who }: { who: Whoami }) {
         </div>
       </header>
       <main id="main" tabIndex={-1}>
-        <Switch>
-          {SCREENS.filter((s) => visible(who, s.capability)).map((s) => (
-            <Route key={s.path} path={s.path}>
-              {(params) => <s.component params={params as Record<string, string | undefined>} />}
+        <Suspense fallback={<Loading what="Opening" />}>
+          <Switch>
+            {SCREENS.filter((s) => visible(who, s.capability)).map((s) => (
+              <Route key={s.path} path={s.path}>
+                {(params) => <s.component params={params as Record<string, string | undefined>} />}
+              </Route>
+            ))}
+            <Route>
+              <section className="page">
+                <h1>Not here</h1>
+                <p>This screen does not exist or your role cannot see it.</p>
+                <Link href="/">Back to the overview</Link>
+              </section>
             </Route>
-          ))}
-          <Route>
-            <section className="page">
-              <h1>Not here</h1>
-              <p>This screen does not exist or your role cannot see it.</p>
-              <Link href="/">Back to the overview</Link>
-            </section>
-          </Route>
-        </Switch>
+          </Switch>
+        </Suspense>
       </main>
     </div>
   );

@@ -1,23 +1,22 @@
 /**
  * The screens and who sees them. A screen appears only when the engine has the feature and the
  * signed-in role holds its capability (`capability: null` = anyone signed in); a feature the engine
- * lacks is absent, never a dead button.
+ * lacks is absent, never a dead button. Each screen is its own chunk, loaded when first opened, so
+ * the sign-in screen stays small (docs/console.md "Performance").
  */
-import type { ComponentType } from 'react';
-import { Account } from './screens/account.tsx';
-import { Approvals } from './screens/approvals.tsx';
-import { Audit } from './screens/audit.tsx';
-import { JobDetail, Jobs, NewJob } from './screens/jobs.tsx';
-import { Members } from './screens/members.tsx';
-import { Overview } from './screens/overview.tsx';
-import { Restore } from './screens/restore.tsx';
-import { Setup } from './screens/setup.tsx';
-import { Support } from './screens/support.tsx';
+import { type ComponentType, lazy } from 'react';
+
+type Params = { params: Record<string, string | undefined> };
+
+/** A lazily loaded named export of a screen module. */
+function screen<K extends string>(load: () => Promise<Record<K, ComponentType<Params>>>, name: K) {
+  return lazy(async () => ({ default: (await load())[name] }));
+}
 
 export interface ScreenRoute {
   path: string;
   title: string;
-  component: ComponentType<{ params: Record<string, string | undefined> }>;
+  component: ComponentType<Params>;
   /** Capability needed to see it; `'owner'` for owner-only screens; null for anyone signed in. */
   capability: string | null;
   /** Shown in the navigation (detail screens are not). */
@@ -25,15 +24,81 @@ export interface ScreenRoute {
 }
 
 export const SCREENS: ScreenRoute[] = [
-  { path: '/', title: 'Overview', component: Overview, capability: null, nav: true },
-  { path: '/jobs', title: 'Jobs', component: Jobs, capability: 'job.read', nav: true },
-  { path: '/jobs/new', title: 'New job', component: NewJob, capability: 'job.write', nav: false },
-  { path: '/jobs/:id', title: 'Job', component: JobDetail, capability: 'job.read', nav: false },
-  { path: '/restore', title: 'Restore', component: Restore, capability: 'restore.dryrun', nav: true },
-  { path: '/approvals', title: 'Approvals', component: Approvals, capability: 'restore.approve', nav: true },
-  { path: '/audit', title: 'Audit', component: Audit, capability: 'audit.read', nav: true },
-  { path: '/members', title: 'Members', component: Members, capability: 'roles.read', nav: true },
-  { path: '/support', title: 'Support', component: Support, capability: 'posture.read', nav: true },
-  { path: '/setup', title: 'Set-up', component: Setup, capability: null, nav: true },
-  { path: '/account', title: 'Account', component: Account, capability: null, nav: true },
+  {
+    path: '/',
+    title: 'Overview',
+    component: screen(() => import('./screens/overview.tsx'), 'Overview'),
+    capability: null,
+    nav: true,
+  },
+  {
+    path: '/jobs',
+    title: 'Jobs',
+    component: screen(() => import('./screens/jobs.tsx'), 'Jobs'),
+    capability: 'job.read',
+    nav: true,
+  },
+  {
+    path: '/new-job',
+    title: 'New job',
+    component: screen(() => import('./screens/jobs.tsx'), 'NewJob'),
+    capability: 'job.write',
+    nav: false,
+  },
+  {
+    path: '/jobs/:id',
+    title: 'Job',
+    component: screen(() => import('./screens/jobs.tsx'), 'JobDetail'),
+    capability: 'job.read',
+    nav: false,
+  },
+  {
+    path: '/restore',
+    title: 'Restore',
+    component: screen(() => import('./screens/restore.tsx'), 'Restore'),
+    capability: 'restore.dryrun',
+    nav: true,
+  },
+  {
+    path: '/approvals',
+    title: 'Approvals',
+    component: screen(() => import('./screens/approvals.tsx'), 'Approvals'),
+    capability: 'restore.approve',
+    nav: true,
+  },
+  {
+    path: '/audit',
+    title: 'Audit',
+    component: screen(() => import('./screens/audit.tsx'), 'Audit'),
+    capability: 'audit.read',
+    nav: true,
+  },
+  {
+    path: '/members',
+    title: 'Members',
+    component: screen(() => import('./screens/members.tsx'), 'Members'),
+    capability: 'roles.read',
+    nav: true,
+  },
+  {
+    path: '/vendor-support',
+    title: 'Support',
+    component: screen(() => import('./screens/support.tsx'), 'Support'),
+    capability: 'posture.read',
+    nav: true,
+  },
+  {
+    path: '/setup',
+    title: 'Set-up',
+    component: screen(() => import('./screens/setup.tsx'), 'Setup'),
+    capability: null,
+    nav: true,
+  },
+  {
+    path: '/account',
+    title: 'Account',
+    component: screen(() => import('./screens/account.tsx'), 'Account'),
+    capability: null,
+    nav: true,
+  },
 ];

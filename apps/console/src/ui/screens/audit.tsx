@@ -231,15 +231,21 @@ export function Audit() {
       {page ? (
         <>
           <p className="muted" aria-live="polite">
-            Chain head seq {page.headSeq}. Showing {page.count} event{page.count === 1 ? '' : 's'}
-            {filtered ? ' matching the filters' : ''}
-            {cursors.length > 0 ? `, older than seq ${before}` : ', newest first'}.
+            {list.isPlaceholderData ? (
+              'Loading…'
+            ) : (
+              <>
+                Chain head seq {page.headSeq}. Showing {page.count} event{page.count === 1 ? '' : 's'}
+                {filtered ? ' matching the filters' : ''}
+                {cursors.length > 0 ? `, older than seq ${before}` : ', newest first'}.
+              </>
+            )}
           </p>
           {page.events.length === 0 ? (
             <Notice>No audit events match.</Notice>
           ) : (
             <TableRegion label="Audit events">
-              <table aria-label="Audit events, newest first">
+              <table aria-label="Audit events, newest first" aria-busy={list.isPlaceholderData}>
                 <thead>
                   <tr>
                     <th scope="col">Seq</th>

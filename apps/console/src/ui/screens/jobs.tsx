@@ -65,7 +65,7 @@ export function Jobs() {
       title="Jobs"
       actions={
         can(who, 'job.write') ? (
-          <Link href="/jobs/new" className="jobs-button-link">
+          <Link href="/new-job" className="jobs-button-link">
             New job
           </Link>
         ) : null
