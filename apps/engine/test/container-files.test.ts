@@ -67,3 +67,36 @@ t.test('compose.yaml points at the Dockerfile, the quick start key and a destina
   t.match(compose, /mc mb --ignore-existing local\/coffer-archives/, 'and its bucket is created');
   t.notMatch(compose, /ENGINE_BREAK_GLASS_PUBLIC_KEY: .*\.key\s*$/m, 'never the secret half');
 });
+
+t.test('the console image and its place in compose.yaml', async (t) => {
+  const consoleApp = join(root, 'apps', 'console');
+  const file = readFileSync(join(consoleApp, 'Dockerfile'), 'utf8');
+  const body = file.split('\n').filter((l) => !l.startsWith('#'));
+  const froms = body.filter((l) => /^FROM /.test(l));
+  t.ok(froms.length >= 2, 'multi-stage');
+  for (const f of froms) t.match(f, /^FROM node:24[-.\w]* /, `Node 24 base: ${f}`);
+  t.equal(body.filter((l) => /^USER /.test(l)).at(-1), 'USER node', 'runs as node');
+  t.match(file, /pnpm install --frozen-lockfile/);
+  t.match(file, /--filter @coffer\/console deploy --prod/);
+  t.match(file, /CMD \["node", "dist\/server\/main\.js"\]/);
+  const pkg = JSON.parse(readFileSync(join(consoleApp, 'package.json'), 'utf8'));
+  t.equal(pkg.bin['coffer-console'], './dist/server/main.js', 'the CMD is the package bin');
+  t.ok(pkg.files.includes('dist'), 'the deployed copy carries dist/ (server and UI)');
+  t.ok(existsSync(join(consoleApp, 'Dockerfile.dockerignore')), 'its own context ignore file');
+
+  const compose = readFileSync(join(app, 'compose.yaml'), 'utf8');
+  t.match(compose, /dockerfile: apps\/console\/Dockerfile/, 'compose builds the console');
+  t.match(compose, /CONSOLE_ENGINE_URL: http:\/\/engine:8787/, 'the console proxies the engine service');
+  const ip = /ipv4_address: (\S+)/.exec(compose)?.[1];
+  t.ok(ip, 'the console has a fixed address');
+  t.match(
+    compose,
+    new RegExp(`ENGINE_TRUST_PROXY: ${ip?.replaceAll('.', '\\.')}\\b`),
+    'the engine trusts only it',
+  );
+  t.match(
+    compose,
+    /CONSOLE_ORIGIN: \$\{CONSOLE_ORIGIN:-http:\/\/localhost:8788\}/,
+    'passkeys bound to the console',
+  );
+});
