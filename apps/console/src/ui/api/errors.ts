@@ -64,7 +64,10 @@ export function describe(e: ErrorDetails): string {
     case 0:
       return 'The console cannot reach the engine. Check that it is running, then try again.';
     case 400:
-      return reason ? sentence(reason) : 'The engine refused this input.';
+      // Schema refusals name the field as `body/<path>` or `querystring/<path>`: name it plainly.
+      return reason
+        ? sentence(reason.replace(/^(body|querystring|params)\/?/, ''))
+        : 'The engine refused this input.';
     case 401:
       if (isStepUp(e.body))
         return (e.body as { reauth?: string }).reauth === 'access'
