@@ -174,3 +174,42 @@ t.test('no screen path lies inside a proxied family', async (t) => {
     for (const prefix of PROXIED_PREFIXES)
       t.notOk(path === prefix || path.startsWith(`${prefix}/`), `${path} is not under ${prefix}`);
 });
+
+t.test('the request cannot choose the upstream', async (t) => {
+  // An absolute-form target or a forged Host never points the console at another host: the
+  // upstream is CONSOLE_ENGINE_URL alone.
+  const up = await upstream(t);
+  const app = await buildConsole(
+    loadConsoleConfig({ CONSOLE_ENGINE_URL: up.url, CONSOLE_UI_DIR: UI_DIR, CONSOLE_LOG_LEVEL: 'silent' }),
+  );
+  const url = new URL(await app.listen({ host: '127.0.0.1', port: 0 }));
+  t.teardown(() => app.close());
+  const { connect } = await import('node:net');
+  const raw = (request: string) =>
+    new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(url.port), '127.0.0.1', () => socket.write(request));
+      let out = '';
+      socket.on('data', (c) => {
+        out += String(c);
+      });
+      socket.on('end', () => resolve(out));
+      socket.on('error', reject);
+    });
+  const absolute = await raw(
+    'GET http://203.0.113.5:9/admin/jobs HTTP/1.1\r\nHost: 203.0.113.5:9\r\nConnection: close\r\n\r\n',
+  );
+  const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(absolute)?.[1]);
+  t.ok(
+    status === 201 || status === 400 || status === 404,
+    `answered locally or by the configured engine (${status})`,
+  );
+  for (const s of up.seen)
+    t.notMatch(s.url, /203\.0\.113\.5/, 'the upstream never sees another host in the path');
+  const before = up.seen.length;
+  const forgedHost = await raw(
+    'GET /admin/jobs HTTP/1.1\r\nHost: 203.0.113.5:9\r\nConnection: close\r\n\r\n',
+  );
+  t.match(forgedHost, /^HTTP\/1\.1 201/, 'a forged Host still reaches the configured engine');
+  t.equal(up.seen.length, before + 1);
+  t.equal(up.seen.at(-1)?.headers.host, new URL(up.url).host, 'with the engine as Host');
+});
