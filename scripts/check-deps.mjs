@@ -22,6 +22,7 @@ const allowed = {
   '@coffer/authz': [],
   '@coffer/identity': [],
   '@coffer/state': [],
+  '@coffer/notify': [],
   '@coffer/testkit': [],
   '@coffer/sources': ['@coffer/objectstore'],
   '@coffer/audit': ['@coffer/crypto'],
@@ -55,6 +56,8 @@ const FOUNDATION = new Set([
   'version.ts',
   'context.ts',
   'node-flags.ts',
+  // The engine's notification event bus (app.events): every room raises into it.
+  'events.ts',
 ]);
 const ROOT = new Set(['app.ts', 'main.ts', 'start.ts', 'index.ts', 'openapi.ts']);
 const engineRooms = {
