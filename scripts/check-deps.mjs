@@ -64,6 +64,7 @@ const engineRooms = {
   root: '*',
   routes: [
     'plugins',
+    'notify',
     'restores',
     'drills',
     'runs',
@@ -77,6 +78,7 @@ const engineRooms = {
     'foundation',
   ],
   plugins: [
+    'notify',
     'restores',
     'drills',
     'runs',
@@ -92,6 +94,8 @@ const engineRooms = {
   restores: ['runs', 'jobs', 'tasks', 'connections', 'audit', 'state', 'foundation'],
   bundle: ['runs', 'jobs', 'state', 'foundation'],
   metrics: ['state', 'foundation'],
+  // Notifications: @coffer/notify over the state store, subscribed to the event bus (events.ts).
+  notify: ['state', 'foundation'],
   runs: ['jobs', 'tasks', 'connections', 'state', 'foundation'],
   jobs: ['connections', 'foundation'],
   audit: ['auth', 'state', 'foundation'],

@@ -32,6 +32,7 @@ import capabilityPlugin from './plugins/capability.ts';
 import conventions from './plugins/conventions.ts';
 import corePlugin from './plugins/core.ts';
 import drillsPlugin from './plugins/drills.ts';
+import notifyPlugin, { type NotifyPluginOptions } from './plugins/notify.ts';
 import rateLimitPlugin, { type RateLimitOptions } from './plugins/rate-limit.ts';
 import replies from './plugins/replies.ts';
 import restoresPlugin from './plugins/restores.ts';
@@ -68,6 +69,8 @@ export interface BuildAppOptions {
   drills?: DrillSchedulerOptions;
   /** Restore planning and approvals (tests: a clock, to age a plan or an approval past its life). */
   restore?: { now?: () => Date };
+  /** Notification delivery tuning (tests: a short timeout and backoff); never from the environment. */
+  notify?: NotifyPluginOptions;
 }
 
 export const REDACT_PATHS = [
@@ -117,6 +120,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   // that owns its decoration; their stop hooks run before the state store closes.
   await app.register(corePlugin, { config, keys, ...(options.state ? { state: options.state } : {}) });
   await app.register(runsPlugin, options.runs ?? {});
+  await app.register(notifyPlugin, options.notify ?? {});
   for (const warning of keys.warnings) app.log.warn({ keys: 'warning' }, warning);
   if (keys.missing.length > 0) {
     app.log.warn(

@@ -77,6 +77,13 @@ export interface EngineConfig {
   mail: { url: string; username: string | undefined; password: string | undefined; from: string } | undefined;
   /** ENGINE_FIRST_OWNER_EMAIL: the deploy-pinned address the first-owner set-up link goes to. */
   firstOwnerEmail: string | undefined;
+  /**
+   * Notifications (docs/notifications.md): ENGINE_NOTIFY_CA_FILE, PEM certificates trusted for
+   * notification receivers besides the system's (a private CA in front of an internal chat or
+   * ticketing server); ENGINE_NOTIFY_INCIDENT_URL, the incident service's events endpoint
+   * (default PagerDuty's), an https URL.
+   */
+  notify: { ca: string | undefined; incidentUrl: string | undefined };
 }
 
 type Env = Record<string, string | undefined>;
@@ -271,6 +278,32 @@ function mail(env: Env): EngineConfig['mail'] {
   };
 }
 
+function notifyConfig(env: Env, cwd: string): EngineConfig['notify'] {
+  const caFile = str(env, 'ENGINE_NOTIFY_CA_FILE');
+  let ca: string | undefined;
+  if (caFile !== undefined) {
+    try {
+      ca = readFileSync(resolve(cwd, caFile), 'utf8');
+    } catch {
+      throw new ConfigError('ENGINE_NOTIFY_CA_FILE', 'names a file that cannot be read');
+    }
+    if (!ca.includes('-----BEGIN CERTIFICATE-----'))
+      throw new ConfigError('ENGINE_NOTIFY_CA_FILE', 'must hold PEM certificates');
+  }
+  const incidentUrl = str(env, 'ENGINE_NOTIFY_INCIDENT_URL');
+  if (incidentUrl !== undefined) {
+    let u: URL;
+    try {
+      u = new URL(incidentUrl);
+    } catch {
+      throw new ConfigError('ENGINE_NOTIFY_INCIDENT_URL', 'must be an https URL');
+    }
+    if (u.protocol !== 'https:' || u.username || u.password)
+      throw new ConfigError('ENGINE_NOTIFY_INCIDENT_URL', 'must be an https URL without credentials');
+  }
+  return { ca, incidentUrl };
+}
+
 function firstOwnerEmail(env: Env): string | undefined {
   const v = str(env, 'ENGINE_FIRST_OWNER_EMAIL');
   if (v === undefined) return undefined;
@@ -360,6 +393,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     },
     mail: mail(env),
     firstOwnerEmail: firstOwnerEmail(env),
+    notify: notifyConfig(env, cwd),
     sessionTtl: {
       person: seconds(env, 'ENGINE_SESSION_TTL_SECONDS', 8 * 3600, 60, 7 * 86_400),
       token: seconds(env, 'ENGINE_TOKEN_SESSION_TTL_SECONDS', 3600, 60, 7 * 86_400),
@@ -403,4 +437,6 @@ export const CONFIG_VARIABLES = [
   'ENGINE_SMTP_PASSWORD',
   'ENGINE_MAIL_FROM',
   'ENGINE_FIRST_OWNER_EMAIL',
+  'ENGINE_NOTIFY_CA_FILE',
+  'ENGINE_NOTIFY_INCIDENT_URL',
 ] as const;

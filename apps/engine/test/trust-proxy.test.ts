@@ -45,5 +45,5 @@ t.test('ENGINE_TRUST_PROXY values', async (t) => {
     'fd00::/8',
   ]);
   for (const bad of ['localhost', '10.0.0.0/33', '1.2.3.4/8/9', '::1/129', 'true', '*'])
-    t.throws(() => loadConfig({ ...base, ENGINE_TRUST_PROXY: bad }), { variable: 'ENGINE_TRUST_PROXY' }, bad);
+    t.throws(() => loadConfig({ ...base, ENGINE_TRUST_PROXY: bad }), /ENGINE_TRUST_PROXY/, bad);
 });

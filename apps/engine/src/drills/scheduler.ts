@@ -22,6 +22,10 @@
  * in the setting `drill.scratch.<id>` before anything is written and removed at the end, pass or
  * fail; a namespace left by a crash is removed at the next start (or the next drill).
  *
+ * Notification events (src/events.ts): a drill whose evidence was recorded (the commit point,
+ * fenced) raises `drill-passed` (verdict `pass`) or `drill-failed` (`fail` or `error`); a drill
+ * whose lease was lost records nothing and raises nothing.
+ *
  * Security-relevant behaviour: a drill never writes into a job's source (whatever the job names,
  * the write goes to scratch only; a redis/s3 job without a scratch target ends with an `error`
  * verdict); evidence and audit events hold counts, timings, verdicts and record names of
@@ -43,6 +47,7 @@ import {
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { RedisConnection, S3Connection } from '../connections/config.ts';
 import { redisConnectorUrl, s3ConnectorSettings } from '../connections/resolve.ts';
+import type { EngineEvents } from '../events.ts';
 import { jobDestinations } from '../jobs/index.ts';
 import { DRILL_EVIDENCE_PREFIX } from '../restores/index.ts';
 import { acquirePin, pinId, releasePin } from '../runs/pins.ts';
@@ -91,6 +96,8 @@ export interface DrillSchedulerOptions {
    * test can take the drill lease over at that moment. Never set from the environment.
    */
   beforeRecord?: (session: DrillSession) => Promise<void>;
+  /** The notification event bus (the plugin passes app.events); absent: nothing is raised. */
+  events?: EngineEvents | null;
 }
 
 export type DrillStart =
@@ -303,6 +310,20 @@ export class DrillService {
             verdict: ev.verdict,
             records: ev.records,
             mismatched: ev.mismatched.length,
+          },
+        });
+        this.o.events?.raise({
+          name: ev.verdict === 'pass' ? 'drill-passed' : 'drill-failed',
+          jobId: job.id,
+          detail: {
+            drillId: ev.id,
+            runId: ev.runId,
+            trigger: ev.trigger,
+            verdict: ev.verdict,
+            records: ev.records,
+            mismatched: ev.mismatched.length,
+            durationMs: ev.durationMs,
+            reason: ev.reason ?? null,
           },
         });
         this.app.log.info(

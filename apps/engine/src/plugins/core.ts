@@ -3,7 +3,9 @@
  * configuration), `app.keys` (the loaded keys; routes report presence only), `app.state` (the
  * state store, closed when the server closes if this plugin opened it), `app.destinations`
  * (destination id -> object store; `default` is the local filesystem under
- * `<data dir>/destination`) and `app.startedAt`. Every other plugin and route reaches these
+ * `<data dir>/destination`), `app.startedAt` and `app.events` (the notification event bus,
+ * src/events.ts: services and routes raise into it, the notify room subscribes). Every other
+ * plugin and route reaches these
  * through the instance, never through a shared grab-bag object.
  */
 import { mkdirSync } from 'node:fs';
@@ -13,6 +15,7 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import type { EngineConfig } from '../config.ts';
 import { ConfigError, EngineError } from '../errors.ts';
+import { EngineEvents } from '../events.ts';
 import {
   adoptBreakGlassKey,
   BREAK_GLASS_SETTING,
@@ -29,6 +32,8 @@ declare module 'fastify' {
     /** Destinations by id; `default` is the local filesystem under `<data dir>/destination`. */
     destinations: ReadonlyMap<string, ObjectStore>;
     startedAt: Date;
+    /** The engine's notification events (src/events.ts): raise never blocks, subscribers run later. */
+    events: EngineEvents;
   }
 }
 
@@ -37,6 +42,8 @@ export interface CorePluginOptions {
   keys: EngineKeys;
   /** An already-open state store (kept open on close); by default one is opened from the config. */
   state?: State;
+  /** An event bus made by the caller (tests subscribe before the engine starts); default a new one. */
+  events?: EngineEvents;
 }
 
 /** The embedded default destination: the local filesystem under `<data dir>/destination`. */
@@ -88,6 +95,7 @@ async function core(app: FastifyInstance, options: CorePluginOptions): Promise<v
   app.decorate('state', state);
   app.decorate('destinations', destinationsOf(config) as ReadonlyMap<string, ObjectStore>);
   app.decorate('startedAt', new Date());
+  app.decorate('events', options.events ?? new EngineEvents({ log: app.log }));
 }
 
 export default fp(core, { name: 'coffer-core', fastify: '5.x' });

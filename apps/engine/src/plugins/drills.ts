@@ -15,7 +15,7 @@ declare module 'fastify' {
 }
 
 async function drillsPlugin(app: FastifyInstance, options: DrillSchedulerOptions): Promise<void> {
-  const drills = new DrillService(app, options);
+  const drills = new DrillService(app, { events: app.events, ...options });
   app.decorate('drills', drills);
   app.addHook('onReady', async () => {
     drills.startSweep();

@@ -28,6 +28,7 @@ async function restoresPlugin(app: FastifyInstance, options: RestoresPluginOptio
     audit: app.audit,
     log: app.log,
     holder: app.runs.holder,
+    events: app.events,
     ...(options.now ? { now: options.now } : {}),
   });
   app.decorate('restores', restores);

@@ -20,7 +20,9 @@ declare module 'fastify' {
 }
 
 /** Run service overrides (tests: poll interval, executor tuning); never read from the environment. */
-export type RunsPluginOptions = Partial<Omit<RunServiceOptions, 'state' | 'keys' | 'destinations' | 'log'>>;
+export type RunsPluginOptions = Partial<
+  Omit<RunServiceOptions, 'state' | 'keys' | 'destinations' | 'log' | 'events'>
+>;
 
 async function runsPlugin(app: FastifyInstance, options: RunsPluginOptions): Promise<void> {
   const { config } = app;
@@ -36,6 +38,8 @@ async function runsPlugin(app: FastifyInstance, options: RunsPluginOptions): Pro
     // Redis and s3 sources open only through the connections of ENGINE_CONNECTIONS_FILE.
     openSource: (job) => openJobSource(job.source, job.id, config.connections),
     ...options,
+    // Run outcomes and staleness raise into the engine's event bus (src/events.ts).
+    events: app.events,
   });
   app.decorate('runs', runs);
   app.addHook('preClose', async () => runs.stop());

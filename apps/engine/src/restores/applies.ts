@@ -21,6 +21,12 @@
  * /admin/restore/resume`), which passes the gates again (approval for the same plan hash), runs
  * phase one again, and writes only the records not recorded as written, each re-verified.
  *
+ * Notification events (src/events.ts): once an apply's final row is settled by its holder, it
+ * raises `restore-applied` (succeeded), `restore-fell-short` (completed with failures, aborted, or
+ * an error) or `restore-cancelled` (cancelled live, or an interrupted apply cancelled for good).
+ * An apply left `interrupted` (graceful stop, crash) raises nothing: it is not over. A lost lease
+ * raises nothing.
+ *
  * Security-relevant behaviour: the stored request is the validated RestoreRequest (no tokens: the
  * fields that carry one are refused at validation); progress rows hold record names only, never
  * bytes; a record is recorded only after its verified bytes were written.
@@ -30,6 +36,7 @@ import { applyRestore, isRestoreError, settleRestoreApproval } from '@coffer/res
 import type { Lease, State } from '@coffer/state';
 import type { FastifyBaseLogger } from 'fastify';
 import { ENGINE_ACTOR, type EngineAudit } from '../audit/index.ts';
+import { type EngineEvents, hashPrefix } from '../events.ts';
 import { acquirePin, pinId, releasePin } from '../runs/pins.ts';
 import { LeasedTasks } from '../tasks/leased-tasks.ts';
 
@@ -88,6 +95,8 @@ export interface ApplyTrackerOptions {
   log: FastifyBaseLogger;
   /** This process's holder id (the run service's persisted instance id + `:restore`). */
   holder: string;
+  /** The notification event bus (app.events); absent: nothing is raised. */
+  events?: EngineEvents | null;
 }
 
 export class ApplyTracker {
@@ -141,7 +150,38 @@ export class ApplyTracker {
     row.status = 'cancelled';
     await this.settings.set(`${APPLY_PREFIX}${id}`, row);
     await releasePin(this.settings, pinId.apply(id));
+    this.raiseEnded(row);
     return row;
+  }
+
+  /** The notification event of an apply that ended (its row already written); none otherwise. */
+  private raiseEnded(row: ApplyRow): void {
+    const name =
+      row.status === 'succeeded'
+        ? 'restore-applied'
+        : row.status === 'cancelled'
+          ? 'restore-cancelled'
+          : row.status === 'completed-with-failures' || row.status === 'aborted' || row.status === 'error'
+            ? 'restore-fell-short'
+            : null;
+    if (name === null) return;
+    const r = row.receipt;
+    this.o.events?.raise({
+      name,
+      jobId: row.job,
+      detail: {
+        applyId: row.applyId,
+        runId: row.runId,
+        planHash: hashPrefix(row.planHash),
+        status: row.status,
+        written: r ? r.written : row.recordedWritten,
+        failed: r ? r.failedCount : (row.progress?.failed ?? 0),
+        skipped: r ? r.skippedCount : (row.progress?.skipped ?? 0),
+        alreadyDone: r ? r.alreadyDone : 0,
+        attempts: row.attempts,
+        failureCode: r?.failure?.code ?? null,
+      },
+    });
   }
 
   /** Takes the apply's lease (null when another live process holds it). */
@@ -275,6 +315,8 @@ export class ApplyTracker {
           // no other engine sees it running unheld.
           if (row.status !== 'interrupted') await releasePin(this.settings, pinId.apply(row.applyId));
           await this.settings.set(key, row).catch(() => undefined);
+          // The apply is over (unless left interrupted): its event, after its row.
+          this.raiseEnded(row);
         }
         // Its own approval reservation only (released by holder): harmless, and frees it at once.
         await l.release?.();

@@ -14,6 +14,10 @@
  *   4. settle (fenced by the lease): the row, the approval (`settleRestoreApproval`), the pin, and
  *      the `restore-apply` audit event.
  *
+ * Notification events (src/events.ts): an approval request, approval and rejection raise
+ * `restore-approval-requested` / `restore-approved` / `restore-rejected` once recorded; a verify
+ * that finds a problem raises `verify-failed`; the applies raise theirs (applies.ts).
+ *
  * Security-relevant behaviour: the stored request is the validated RestoreRequest (no tokens);
  * replies and audit events carry plan hashes, counts and reasons, never tokens, keys or bytes; the
  * bare admin token (no subject) can neither request nor approve (@coffer/restore refuses it).
@@ -43,6 +47,7 @@ import type { State } from '@coffer/state';
 import type { FastifyBaseLogger } from 'fastify';
 import type { EngineAudit, RequestAuditEvent } from '../audit/index.ts';
 import type { EngineConfig } from '../config.ts';
+import { type EngineEvents, hashPrefix } from '../events.ts';
 import type { EngineKeys } from '../keys.ts';
 import { acquirePin, pinId, releasePin } from '../runs/pins.ts';
 import { archiveRunOf } from '../runs/unchanged.ts';
@@ -69,6 +74,8 @@ export interface RestoreServiceOptions {
   holder: string;
   /** Planning and approval clock (tests age a plan or an approval with it); default the system clock. */
   now?: () => Date;
+  /** The notification event bus (app.events); absent: nothing is raised. */
+  events?: EngineEvents | null;
 }
 
 /** Who asks, as the service needs it (the route builds it from the request). */
@@ -116,6 +123,7 @@ export class RestoreService {
       audit: options.audit,
       log: options.log,
       holder: `${options.holder}:restore`,
+      events: options.events ?? null,
     });
   }
 
@@ -155,7 +163,19 @@ export class RestoreService {
 
   /** Verifies every in-scope record of `request`; writes nothing. */
   async verify(request: RestoreRequest): Promise<RestoreVerification> {
-    return verifyRestore(await this.planOptions(request));
+    const result = await verifyRestore(await this.planOptions(request));
+    if (!result.ok)
+      this.o.events?.raise({
+        name: 'verify-failed',
+        jobId: result.job,
+        detail: {
+          runId: result.runId,
+          records: result.records,
+          recordsVerified: result.recordsVerified,
+          reason: result.reason ?? null,
+        },
+      });
+    return result;
   }
 
   /** Keyless attestation of the requested run: signature, completeness, anti-rollback. */
@@ -352,6 +372,19 @@ export class RestoreService {
       target: plan.job,
       detail: { planHash: plan.planHash, runId: plan.runId, records: plan.plannedWrites },
     });
+    this.o.events?.raise({
+      name: 'restore-approval-requested',
+      jobId: plan.job,
+      detail: {
+        approvalId: a.id,
+        planHash: hashPrefix(a.subjectHash),
+        runId: plan.runId,
+        records: plan.plannedWrites,
+        requestedBy: a.requestedBy,
+        requestedByEmail: a.requestedByEmail,
+        expiresAt: a.expiresAt,
+      },
+    });
     return a;
   }
 
@@ -370,6 +403,17 @@ export class RestoreService {
       outcome: 'applied',
       target: typeof a.detail.job === 'string' ? a.detail.job : null,
       detail: { planHash: a.subjectHash, requestedBy: a.requestedBy },
+    });
+    this.o.events?.raise({
+      name: 'restore-approved',
+      jobId: typeof a.detail.job === 'string' ? a.detail.job : null,
+      detail: {
+        approvalId: a.id,
+        planHash: hashPrefix(a.subjectHash),
+        requestedBy: a.requestedBy,
+        approvedBy: a.decidedBy ?? caller.person.subject,
+        approvedByEmail: a.decidedByEmail ?? caller.person.email,
+      },
     });
     return a;
   }
@@ -394,6 +438,19 @@ export class RestoreService {
         outcome: 'applied',
         target: typeof a.detail.job === 'string' ? a.detail.job : null,
         detail: { planHash: a.subjectHash },
+      });
+      const by = a.decidedBy ?? caller.person.subject;
+      this.o.events?.raise({
+        name: 'restore-rejected',
+        jobId: typeof a.detail.job === 'string' ? a.detail.job : null,
+        detail: {
+          approvalId: a.id,
+          planHash: hashPrefix(a.subjectHash),
+          requestedBy: a.requestedBy,
+          rejectedBy: by,
+          rejectedByEmail: a.decidedByEmail ?? caller.person.email,
+          withdrawn: by !== null && by === a.requestedBy,
+        },
       });
       return a;
     } catch (e) {

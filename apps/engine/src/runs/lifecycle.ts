@@ -10,9 +10,15 @@
  *   parked  --(retryAt reached)--> running (resumed from its checkpoint)
  *   running, interrupted (crash / lost lease) --(next tick or poll)--> running, resumed; each such
  *     resume is a strike; at the strike budget, or past the give-up age, the run is `abandoned`.
+ *
+ * Each settled outcome raises its notification event (src/events.ts) only after its fenced write
+ * succeeded: `run-succeeded`, `run-failed`, `run-parked`, `run-abandoned`. An interrupted attempt
+ * and an attempt whose lease was lost (the fenced write throws) raise nothing. An `ok` run also
+ * ends the job's stale episode (the `backup-stale` latch, scheduler.ts).
  */
 import type { ObjectStore } from '@coffer/objectstore';
 import type { LeaseToken, RunRecord, State } from '@coffer/state';
+import type { EngineEvents } from '../events.ts';
 import { runJobOf } from '../jobs/index.ts';
 import type { AttemptOutcome, RunJob, RunLogger } from './executor.ts';
 import { REASON_RUN_FAILED } from './reasons.ts';
@@ -30,7 +36,12 @@ export interface RunLifecycleOptions {
   /** A run not finished this long after it started is abandoned (default 2 days). */
   giveUpSeconds?: number;
   ladderSeconds?: number[];
+  /** The notification event bus (app.events); absent: nothing is raised. */
+  events?: EngineEvents | null;
 }
+
+/** Setting `runs.stale.<job>`: the latch of a job's current stale episode (scheduler.ts `checkStale`). */
+export const STALE_PREFIX = 'runs.stale.';
 
 export class RunLifecycle {
   private readonly o: RunLifecycleOptions;
@@ -88,6 +99,20 @@ export class RunLifecycle {
           },
           fenced,
         );
+        this.o.events?.raise({
+          name: 'run-succeeded',
+          jobId: job.id,
+          detail: {
+            runId: run.id,
+            records: outcome.records,
+            bytes: outcome.bytes,
+            warnings: outcome.warnings,
+            unchanged: Boolean(outcome.unchangedFrom),
+            unchangedFrom: outcome.unchangedFrom ?? null,
+          },
+        });
+        // The stale episode (if any) ends with this ok run.
+        await this.o.state.settings.delete(`${STALE_PREFIX}${job.id}`).catch(() => undefined);
         await this.o.state.checkpoints.delete(run.id);
         this.o.log.info(
           {
@@ -121,6 +146,11 @@ export class RunLifecycle {
           },
           fenced,
         );
+        this.o.events?.raise({
+          name: 'run-failed',
+          jobId: job.id,
+          detail: { runId: run.id, reason: f.reason, code: f.code, causeDigest: f.causeDigest },
+        });
         await this.finalCleanup(job, run.id, outcome.destinations);
         this.o.log.error(
           {
@@ -156,6 +186,17 @@ export class RunLifecycle {
           },
           fenced,
         );
+        this.o.events?.raise({
+          name: 'run-parked',
+          jobId: job.id,
+          detail: {
+            runId: run.id,
+            retryAt,
+            parks,
+            code: outcome.failure.code,
+            causeDigest: outcome.failure.causeDigest,
+          },
+        });
         this.o.log.warn(
           {
             event: 'run-parked',
@@ -179,12 +220,20 @@ export class RunLifecycle {
   }
 
   async abandon(jobId: string, run: RunRecord, why: string): Promise<void> {
-    await this.o.state.runs.transition(run.id, ['running', 'parked'], {
+    const reason = run.reason ?? REASON_RUN_FAILED;
+    const abandoned = await this.o.state.runs.transition(run.id, ['running', 'parked'], {
       status: 'abandoned',
-      reason: run.reason ?? REASON_RUN_FAILED,
+      reason,
       finishedAt: this.now().toISOString(),
       detail: { retryAt: null, abandoned: why },
     });
+    // Raised only when this call moved the run (another replica may have settled it meanwhile).
+    if (abandoned !== null)
+      this.o.events?.raise({
+        name: 'run-abandoned',
+        jobId,
+        detail: { runId: run.id, reason, why },
+      });
     const job = await this.o.state.jobs.get(jobId);
     await this.finalCleanup(
       job ? runJobOf(job) : { id: jobId, source: { type: 'files' } },

@@ -9,16 +9,39 @@
  * (`enabled: false`) gets neither dispatch nor prune, and the stand-down is recorded.
  *
  * Dispatch and resumption go through the run service (service.ts), which holds the run locks.
+ *
+ * Staleness (`checkStale`, at the end of each tick, so under the tick's lease): an enabled job is
+ * stale when its latest `ok` run finished (never having had one: the job was created) more than
+ * `staleThresholdSeconds(cadence)` = max(2 * cadence, cadence + 1 hour) ago. The first check that
+ * finds it stale takes the latch `runs.stale.<job>` (set-if-absent in the state store, so other
+ * replicas and later starts do not repeat it) and raises `backup-stale` once; the next `ok` run
+ * (lifecycle.ts), a check that finds the job fresh, or the job's deletion removes the latch. A
+ * paused job is left as it is (neither raised nor cleared).
  */
 import type { ObjectStore } from '@coffer/objectstore';
 import type { Lease, RunRecord, State } from '@coffer/state';
+import type { EngineEvents } from '../events.ts';
 import { runJobOf } from '../jobs/index.ts';
 import type { RunJob, RunKeys, RunLogger } from './executor.ts';
-import type { RunLifecycle } from './lifecycle.ts';
+import { type RunLifecycle, STALE_PREFIX } from './lifecycle.ts';
 import { type PruneResult, pruneJob } from './retention.ts';
 
 export const TICK_SETTING = 'scheduler.lastTick';
 export const STAND_DOWN_PREFIX = 'scheduler.standDown.';
+export { STALE_PREFIX };
+
+/** Seconds without an `ok` run after which a job of cadence `cadenceSeconds` is stale. */
+export function staleThresholdSeconds(cadenceSeconds: number): number {
+  return Math.max(2 * cadenceSeconds, cadenceSeconds + 3600);
+}
+
+/** The latch of one stale episode (setting `runs.stale.<job>`). */
+export interface StaleLatch {
+  raisedAt: string;
+  lastOkRunId: string | null;
+  lastOkAt: string | null;
+  thresholdSeconds: number;
+}
 
 export interface TickRecord {
   at: string;
@@ -63,6 +86,8 @@ export interface RunSchedulerOptions {
   now: () => Date;
   lifecycle: RunLifecycle;
   strikeBudget?: number;
+  /** The notification event bus (app.events); absent: staleness is still latched, nothing raised. */
+  events?: EngineEvents | null;
 }
 
 export class RunScheduler {
@@ -136,6 +161,13 @@ export class RunScheduler {
         await this.resumeAll(r);
         await this.dispatchDue(r);
         const pruned = await this.pruneAll(r.standDowns);
+        // A failing staleness check never costs the tick its record.
+        await this.checkStale().catch((err) =>
+          this.o.log.warn(
+            { event: 'stale-check-failed', code: (err as { code?: unknown }).code },
+            'stale check failed; retried at the next tick',
+          ),
+        );
         const record: TickRecord = {
           at: this.now().toISOString(),
           by: this.host.holder,
@@ -160,6 +192,58 @@ export class RunScheduler {
         await this.o.state.leases.release('scheduler.tick', this.host.holder).catch(() => undefined);
       }
     });
+  }
+
+  /**
+   * Raises `backup-stale` once per stale episode of each enabled job (see the module comment);
+   * clears the latch of jobs found fresh again and of deleted jobs. Returns the jobs raised now.
+   */
+  async checkStale(): Promise<string[]> {
+    const settings = this.o.state.settings;
+    const raised: string[] = [];
+    const now = this.now();
+    const records = await this.o.state.jobs.list();
+    for (const rec of records) {
+      const job = runJobOf(rec);
+      if (job.enabled === false) continue;
+      const cadence = job.cadenceSeconds ?? 86_400;
+      const threshold = staleThresholdSeconds(cadence);
+      const ok = await this.o.state.runs.latestOk(job.id, now.toISOString());
+      const since = ok ? (ok.finishedAt ?? ok.startedAt) : rec.createdAt;
+      const ageMs = now.getTime() - Date.parse(since);
+      const key = `${STALE_PREFIX}${job.id}`;
+      if (!(ageMs > threshold * 1000)) {
+        if ((await settings.get(key)) !== undefined) await settings.delete(key);
+        continue;
+      }
+      const latch: StaleLatch = {
+        raisedAt: now.toISOString(),
+        lastOkRunId: ok?.id ?? null,
+        lastOkAt: ok ? since : null,
+        thresholdSeconds: threshold,
+      };
+      if (!(await settings.setIfAbsent(key, latch))) continue;
+      raised.push(job.id);
+      this.o.log.warn(
+        { event: 'backup-stale', job: job.id, lastOkRunId: latch.lastOkRunId, thresholdSeconds: threshold },
+        `job ${job.id} is stale: no ok run for more than ${threshold} s`,
+      );
+      this.o.events?.raise({
+        name: 'backup-stale',
+        jobId: job.id,
+        detail: {
+          thresholdSeconds: threshold,
+          cadenceSeconds: cadence,
+          lastOkRunId: latch.lastOkRunId,
+          lastOkAt: latch.lastOkAt,
+          ageSeconds: Math.floor(ageMs / 1000),
+        },
+      });
+    }
+    const live = new Set(records.map((r) => r.id));
+    for (const { key } of await settings.list(STALE_PREFIX))
+      if (!live.has(key.slice(STALE_PREFIX.length))) await settings.delete(key);
+    return raised;
   }
 
   /** Applies retention to every enabled job; paused jobs stand down (recorded). */

@@ -15,6 +15,7 @@
  */
 import type { ObjectStore } from '@coffer/objectstore';
 import { isStateError, type Lease, type RunRecord, type State } from '@coffer/state';
+import type { EngineEvents } from '../events.ts';
 import { jobDestinations, runJobOf } from '../jobs/index.ts';
 import { LeasedTasks } from '../tasks/leased-tasks.ts';
 import { runDestinations } from './destinations.ts';
@@ -31,10 +32,25 @@ import { loadInstanceId, newRunId, runLock } from './instance-id.ts';
 import { DEFAULT_LADDER_SECONDS, RunLifecycle } from './lifecycle.ts';
 import { REASON_LEASE_LOST } from './reasons.ts';
 import type { PruneResult } from './retention.ts';
-import { RunScheduler, STAND_DOWN_PREFIX, TICK_SETTING, type TickRecord } from './scheduler.ts';
+import {
+  RunScheduler,
+  STALE_PREFIX,
+  STAND_DOWN_PREFIX,
+  staleThresholdSeconds,
+  TICK_SETTING,
+  type TickRecord,
+} from './scheduler.ts';
 import { openJobSource, type RunSource } from './source.ts';
 
-export { DEFAULT_LADDER_SECONDS, newRunId, STAND_DOWN_PREFIX, TICK_SETTING, type TickRecord };
+export {
+  DEFAULT_LADDER_SECONDS,
+  newRunId,
+  STALE_PREFIX,
+  STAND_DOWN_PREFIX,
+  staleThresholdSeconds,
+  TICK_SETTING,
+  type TickRecord,
+};
 
 export interface RunServiceOptions {
   state: State;
@@ -55,6 +71,8 @@ export interface RunServiceOptions {
   faults?: FaultRegistry | null;
   openSource?: (job: RunJob) => Promise<RunSource>;
   now?: () => Date;
+  /** The notification event bus (app.events) the lifecycle and the stale check raise into. */
+  events?: EngineEvents | null;
   executor?: Pick<
     ExecutorDeps,
     'checkpointIntervalMs' | 'checkpointCostShare' | 'workers' | 'shardSize' | 'readAhead'
@@ -113,6 +131,7 @@ export class RunService {
       destinations: this.destinations,
       log: options.log,
       now: this.now,
+      events: options.events ?? null,
       ...(options.giveUpSeconds === undefined ? {} : { giveUpSeconds: options.giveUpSeconds }),
       ...(options.ladderSeconds === undefined ? {} : { ladderSeconds: options.ladderSeconds }),
     });
@@ -144,6 +163,7 @@ export class RunService {
         log: options.log,
         now: this.now,
         lifecycle: this.lifecycle,
+        events: options.events ?? null,
         ...(options.strikeBudget === undefined ? {} : { strikeBudget: options.strikeBudget }),
       },
     );
@@ -197,6 +217,11 @@ export class RunService {
   /** The reconciliation tick: poll work, retention, and the tick record. */
   tick(reason = 'timer'): Promise<TickRecord | null> {
     return this.scheduler.tick(reason);
+  }
+
+  /** The staleness check of the tick (raises `backup-stale` once per episode; scheduler.ts). */
+  checkStale(): Promise<string[]> {
+    return this.scheduler.checkStale();
   }
 
   /** Applies retention to every enabled job; paused jobs stand down (recorded). */

@@ -19,6 +19,7 @@ import connectionsRoutes from './connections.ts';
 import healthRoute from './health.ts';
 import identityRoutes from './identity.ts';
 import jobsRoutes from './jobs/index.ts';
+import notifyRoutes from './notify.ts';
 import ownerActionRoutes from './owner-actions.ts';
 import passkeyRoutes from './passkeys.ts';
 import policyRoutes from './policy.ts';
@@ -79,6 +80,7 @@ export default async function adminFamily(app: FastifyInstance): Promise<void> {
     await authed.register(supportRoutes);
     await authed.register(runsRoutes);
     await authed.register(restoreRoutes);
+    await authed.register(notifyRoutes);
   });
 
   app.setNotFoundHandler(async (request: FastifyRequest, reply: FastifyReply) => {

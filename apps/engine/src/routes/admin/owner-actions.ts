@@ -11,7 +11,9 @@
  *   carries the action out once (compare-and-set on the record) and answers its result (for a
  *   pull credential: the secret, shown once, to the approver, who hands it over).
  *   `/reject`: any owner (the maker withdraws); single use; expired after 24 hours.
- * Every queue, approval and rejection is audited.
+ * Every queue, approval and rejection is audited. A queued action raises its notification event
+ * (src/events.ts: `credential-minted`, `admin-token-retired`, `role-changed`) only when it is
+ * carried out here, never when it is queued.
  */
 import { isOwner } from '@coffer/authz';
 import type { PullScope } from '@coffer/state';
@@ -102,6 +104,36 @@ export default async function ownerActionRoutes(app: FastifyInstance): Promise<v
         });
         return { armed: false };
     }
+  }
+
+  /** The notification event of an owner action carried out on approval (never its secret). */
+  function raiseCarriedOut(
+    action: OwnerAction,
+    result: Awaited<ReturnType<typeof carryOut>>,
+    ownerActionId: string,
+    maker: string | null,
+    approver: string,
+  ): void {
+    const via = { viaOwnerAction: true, ownerActionId, by: maker, approvedBy: approver };
+    if (action === 'credential-mint' && 'clientId' in result)
+      app.events.raise({
+        name: 'credential-minted',
+        jobId: null,
+        detail: {
+          scope: String(result.scope),
+          clientId: String(result.clientId),
+          expiresAt: String(result.expiresAt),
+          ...via,
+        },
+      });
+    else if (action === 'admin-token-retire')
+      app.events.raise({ name: 'admin-token-retired', jobId: null, detail: via });
+    else if (action === 'owner-grant' && 'role' in result)
+      app.events.raise({
+        name: 'role-changed',
+        jobId: null,
+        detail: { subject: String(result.subject), from: null, to: 'owner', via: 'owner-action', ...via },
+      });
   }
 
   app.post<{ Body: { armed?: unknown } }>(
@@ -202,6 +234,7 @@ export default async function ownerActionRoutes(app: FastifyInstance): Promise<v
           approver: { subject: caller.subject, email: caller.email },
           detail: { action, maker: record.requestedBy },
         });
+        raiseCarriedOut(action, result, record.id, record.requestedBy, caller.subject);
         return { ok: true, id: record.id, status: 'carried out', action, result };
       } catch {
         return sendStateUnavailable(reply);

@@ -7,7 +7,9 @@
  * - `POST /admin/policy/retire-break-glass-token` (`keys.ceremony`, step-up): retires the admin
  *   token for good (a durable latch, honoured from the next request, token sessions included),
  *   only while a way back in exists: an owner with confirmed recovery codes, or a second owner.
- *   Otherwise 409 naming what is missing. Audited as `admin-token-retire`.
+ *   Otherwise 409 naming what is missing. Audited as `admin-token-retire`; raises
+ *   `admin-token-retired` (src/events.ts) once applied (under owner-action dual control: when the
+ *   second owner approves, owner-actions.ts).
  */
 import type { FastifyInstance } from 'fastify';
 import { sendStateUnavailable } from '../../plugins/replies.ts';
@@ -74,6 +76,11 @@ export default async function policyRoutes(app: FastifyInstance): Promise<void> 
           outcome: 'applied',
           target: 'admin-token',
           detail: { owners: owners.length, ownersWithRecoveryCodes: withCodes },
+        });
+        app.events.raise({
+          name: 'admin-token-retired',
+          jobId: null,
+          detail: { by: request.caller!.subject ?? 'admin-token', viaOwnerAction: false },
         });
         return { ok: true, retired: true, already: false };
       } catch {

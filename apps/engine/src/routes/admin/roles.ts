@@ -8,6 +8,8 @@
  * `POST /admin/roles/invite` `{ email, role?, ttlSeconds? }` (an owner, step-up): assigns the role
  * (if given) to `passkey:<email>` and mints a single-use invite bound to that email (7 days by
  * default; a new invite for the same email replaces the previous one).
+ * Every applied role write (assign, remove, an invite with a role; an owner grant approved under
+ * dual control, owner-actions.ts) raises the `role-changed` notification event (src/events.ts).
  */
 import {
   AuthzForbiddenError,
@@ -71,6 +73,19 @@ export default async function roleRoutes(app: FastifyInstance): Promise<void> {
     schema: { summary, operationId, tags: ['admin', 'identity'] },
   });
 
+  const roleChanged = (
+    request: FastifyRequest,
+    subject: string,
+    from: string | null,
+    to: string | null,
+    via: 'assign' | 'remove' | 'invite',
+  ) =>
+    app.events.raise({
+      name: 'role-changed',
+      jobId: null,
+      detail: { subject, from, to, by: request.caller?.subject ?? 'admin-token', via },
+    });
+
   const forbidden = (err: unknown, reply: FastifyReply) => {
     if (err instanceof AuthzForbiddenError) return reply.code(403).send(err.body);
     throw err;
@@ -118,6 +133,7 @@ export default async function roleRoutes(app: FastifyInstance): Promise<void> {
           target: who.subject,
           detail: { from: previous?.role ?? null, to: roleName(role) },
         });
+        roleChanged(request, who.subject, previous?.role ?? null, roleName(role), 'assign');
         return { ok: true, subject: who.subject, role: roleName(role), previous: previous?.role ?? null };
       } catch (err) {
         if (err instanceof AuthzForbiddenError) return forbidden(err, reply);
@@ -185,6 +201,7 @@ export default async function roleRoutes(app: FastifyInstance): Promise<void> {
           target: subject,
           detail: { invite: true, to: role === null ? null : roleName(role) },
         });
+        if (role !== null) roleChanged(request, subject, null, roleName(role), 'invite');
         return {
           ok: true,
           email,
@@ -223,6 +240,7 @@ export default async function roleRoutes(app: FastifyInstance): Promise<void> {
           target: who.subject,
           detail: { from: previous?.role ?? null, to: null },
         });
+        roleChanged(request, who.subject, previous?.role ?? null, null, 'remove');
         return { ok: true, subject: who.subject, removed: true };
       } catch {
         return sendStateUnavailable(reply);

@@ -12,6 +12,8 @@
  * `roles.write`; double-submit token; step-up) removes the passkey and ends every session of its
  * holder; one's own last passkey without confirmed recovery codes is refused (409), so nobody
  * locks themselves out by accident. Audited as `signin-factor-revoke`.
+ * terminate-user, terminate-all and a revoke (which ends its holder's sessions) raise the
+ * `sessions-ended` notification event (src/events.ts): scope, subject, who; never a token.
  */
 
 import { can, forbiddenBody } from '@coffer/authz';
@@ -41,6 +43,17 @@ export default async function sessionRoutes(app: FastifyInstance): Promise<void>
   const meta = (summary: string, operationId: string) => ({
     schema: { summary, operationId, tags: ['admin', 'identity'] },
   });
+  const ended = (
+    request: FastifyRequest,
+    scope: 'everyone' | 'subject',
+    subject: string | null,
+    cause: string,
+  ) =>
+    app.events.raise({
+      name: 'sessions-ended',
+      jobId: null,
+      detail: { scope, subject, by: request.caller?.subject ?? 'admin-token', cause },
+    });
   const audit = (request: FastifyRequest, target: string, scope: string) =>
     app.audit.forRequest(request, {
       action: 'session-terminate',
@@ -118,6 +131,7 @@ export default async function sessionRoutes(app: FastifyInstance): Promise<void>
         return sendStateUnavailable(reply);
       }
       await audit(request, subject, 'all sessions of the subject');
+      ended(request, 'subject', subject, 'terminate-user');
       return { ok: true, ended: 'all sessions of the subject', subject };
     },
   );
@@ -136,6 +150,7 @@ export default async function sessionRoutes(app: FastifyInstance): Promise<void>
         return sendStateUnavailable(reply);
       }
       await audit(request, 'all', 'every session');
+      ended(request, 'everyone', null, 'terminate-all');
       reply.header('set-cookie', clearedCookies());
       return { ok: true, ended: 'every session' };
     },
@@ -175,6 +190,7 @@ export default async function sessionRoutes(app: FastifyInstance): Promise<void>
           target: passkey.subject,
           detail: { passkeysLeft: left },
         });
+        ended(request, 'subject', passkey.subject, 'signin-factor-revoke');
         if (own) reply.header('set-cookie', clearedCookies());
         return { ok: true, subject: passkey.subject, passkeysLeft: left, sessionsEnded: true };
       } catch {

@@ -6,7 +6,8 @@
  * an earlier call) is never replaced here, so a stolen owner session cannot swap in a key of its
  * own for future archives (409). A secret key is refused (400) without echoing it. The key is kept
  * in the state store (shared by replicas; adopted at each start) and used at once by this engine.
- * Audited as `break-glass-key-set` with the fingerprint.
+ * Audited as `break-glass-key-set` with the fingerprint, and raised as the `break-glass-key-set`
+ * notification event (src/events.ts) with the fingerprint only.
  */
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
@@ -78,6 +79,11 @@ export default async function setupRoutes(app: FastifyInstance): Promise<void> {
         outcome: 'applied',
         target: 'break-glass-key',
         detail: { fingerprint: holder.fingerprint },
+      });
+      app.events.raise({
+        name: 'break-glass-key-set',
+        jobId: null,
+        detail: { fingerprint: holder.fingerprint, by: request.caller?.subject ?? 'admin-token' },
       });
       request.log.info(
         { event: 'break-glass-key-set', fingerprint: holder.fingerprint },

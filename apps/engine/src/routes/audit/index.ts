@@ -9,7 +9,8 @@
  *   first, streamed; the head is in the JSON document and in `x-audit-head-seq` /
  *   `x-audit-head-hash` for both formats.
  * - `GET /admin/audit/verify`: recomputes the chain; a break is a 200 result naming the first bad
- *   seq (`ok: false, firstBadSeq, problem`).
+ *   seq (`ok: false, firstBadSeq, problem`), and raises the `audit-chain-break` notification event
+ *   (src/events.ts) each time it finds one.
  *
  * A failing audit read is the admin family's 502 `{ error: 'state unavailable' }` (fail closed).
  */
@@ -97,7 +98,18 @@ export default async function auditRoutes(app: FastifyInstance): Promise<void> {
     },
     async (request, reply) => {
       try {
-        return await app.audit.log.verify();
+        const result = await app.audit.log.verify();
+        if (result.ok === false)
+          app.events.raise({
+            name: 'audit-chain-break',
+            jobId: null,
+            detail: {
+              firstBadSeq: result.firstBadSeq,
+              problem: String(result.problem),
+              anchored: result.anchored,
+            },
+          });
+        return result;
       } catch (err) {
         return auditFailure(reply, err, request.log);
       }

@@ -14,7 +14,9 @@
  *   scope's pull credential (replacing an existing one); the secret is in this reply only.
  * - `POST /admin/support/credentials/delete` (owner only): revokes by scope.
  *
- * Every mint, revoke, refusal and bundle generation is an audit event; the secret never is.
+ * Every mint, revoke, refusal and bundle generation is an audit event; the secret never is. A mint
+ * also raises the `credential-minted` notification event (src/events.ts: scope, client id, expiry;
+ * never the secret); under owner-action dual control, when the second owner approves it.
  */
 import { forbiddenBody, isOwner } from '@coffer/authz';
 import type { PullScope } from '@coffer/state';
@@ -174,6 +176,19 @@ export default async function supportRoutes(app: FastifyInstance): Promise<void>
           expiresAt: minted.expiresAt,
           lifetimeSeconds: minted.lifetimeSeconds,
           replaced: minted.replaced,
+        },
+      });
+      app.events.raise({
+        name: 'credential-minted',
+        jobId: null,
+        detail: {
+          scope,
+          clientId: minted.clientId,
+          expiresAt: minted.expiresAt,
+          lifetimeSeconds: minted.lifetimeSeconds,
+          replaced: minted.replaced,
+          by: caller.subject ?? 'admin-token',
+          viaOwnerAction: false,
         },
       });
       return {
