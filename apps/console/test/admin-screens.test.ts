@@ -271,6 +271,9 @@ t.test('audit, members, support and account screens', async (t) => {
     const mine = op.page.getByRole('table', { name: /Passkeys registered for operator@example\.org/ });
     await mine.waitFor();
     t.equal(await mine.locator('tbody tr').count(), 1, 'one passkey');
+    const row = await mine.locator('tbody tr').first().textContent();
+    t.match(row, /\d{4}/, 'with the date it was added');
+    t.match(row, /internal/, 'and its transports');
   });
 
   await t.test('members: owner-action dual control', async (t) => {

@@ -24,19 +24,13 @@ const KIND_TEXT: Record<string, string> = {
 interface PasskeyRef {
   id: string;
   transports: string[];
+  createdAt: string;
+  usedAt: string | null;
 }
 
-/**
- * The caller's passkeys: the engine has no listing route, so this reads the credential ids the
- * step-up request options carry (`POST /admin/stepup/begin` `allowCredentials`, the caller's own
- * passkeys only). The unused challenge expires on its own.
- */
+/** The caller's own passkeys (`GET /admin/signin-factors`). */
 async function myPasskeys(): Promise<PasskeyRef[]> {
-  const options = await api.post<{ allowCredentials?: { id: string; transports?: string[] }[] }>(
-    '/admin/stepup/begin',
-    {},
-  );
-  return (options.allowCredentials ?? []).map((c) => ({ id: c.id, transports: c.transports ?? [] }));
+  return (await api.get<{ passkeys: PasskeyRef[] }>('/admin/signin-factors')).passkeys;
 }
 
 function useSignOutHere() {
@@ -132,6 +126,8 @@ function Passkeys({ email }: { email: string }) {
                 <tr>
                   <th scope="col">Credential id</th>
                   <th scope="col">Transports</th>
+                  <th scope="col">Added</th>
+                  <th scope="col">Last used</th>
                   <th scope="col">Revoke</th>
                 </tr>
               </thead>
@@ -140,6 +136,8 @@ function Passkeys({ email }: { email: string }) {
                   <tr key={p.id}>
                     <td className="mono">{p.id}</td>
                     <td>{p.transports.join(', ') || '–'}</td>
+                    <td>{formatTime(p.createdAt)}</td>
+                    <td>{p.usedAt ? formatTime(p.usedAt) : 'never'}</td>
                     <td>
                       <ConfirmButton
                         label="Revoke"

@@ -12,6 +12,9 @@
  * `roles.write`; double-submit token; step-up) removes the passkey and ends every session of its
  * holder; one's own last passkey without confirmed recovery codes is refused (409), so nobody
  * locks themselves out by accident. Audited as `signin-factor-revoke`.
+ * `GET /admin/signin-factors` (a person's session; 400 for the admin token or a token session):
+ * the caller's own passkeys (credential id, transports, created and last used; never the public
+ * key or counter) and how many confirmed recovery codes are left.
  * terminate-user, terminate-all and a revoke (which ends its holder's sessions) raise the
  * `sessions-ended` notification event (src/events.ts): scope, subject, who; never a token.
  */
@@ -193,6 +196,36 @@ export default async function sessionRoutes(app: FastifyInstance): Promise<void>
         ended(request, 'subject', passkey.subject, 'signin-factor-revoke');
         if (own) reply.header('set-cookie', clearedCookies());
         return { ok: true, subject: passkey.subject, passkeysLeft: left, sessionsEnded: true };
+      } catch {
+        return sendStateUnavailable(reply);
+      }
+    },
+  );
+
+  app.get(
+    '/signin-factors',
+    { ...meta("The caller's own passkeys and recovery codes left", 'getSigninFactors') },
+    async (request, reply) => {
+      const subject = request.caller?.subject;
+      if (!subject || !request.caller?.email)
+        return sendBadRequest(
+          reply,
+          'sign-in factors belong to a person: sign in with a passkey or a recovery code',
+        );
+      try {
+        const [passkeys, codes] = await Promise.all([
+          app.state.identity.passkeysOf(subject),
+          app.state.identity.recoveryCodes(subject),
+        ]);
+        return {
+          passkeys: passkeys.map((p) => ({
+            id: p.id,
+            transports: p.transports,
+            createdAt: p.createdAt,
+            usedAt: p.usedAt,
+          })),
+          recoveryCodesLeft: codes.length,
+        };
       } catch {
         return sendStateUnavailable(reply);
       }
