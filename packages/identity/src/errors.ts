@@ -10,6 +10,8 @@ export const IDENTITY_ERROR_CODES = [
   'ERR_IDENTITY_INVITE_INVALID',
   'ERR_IDENTITY_RECOVERY_CODE_INVALID',
   'ERR_IDENTITY_PASSKEY_REFUSED',
+  'ERR_IDENTITY_OIDC_REFUSED',
+  'ERR_IDENTITY_OIDC_UNAVAILABLE',
 ] as const;
 
 export type IdentityErrorCode = (typeof IDENTITY_ERROR_CODES)[number];
@@ -28,15 +30,51 @@ export type PasskeyRefusal =
   | 'counter'
   | 'unknown-credential';
 
+/**
+ * Why an OIDC sign-in was refused (ERR_IDENTITY_OIDC_REFUSED) or could not be attempted
+ * (ERR_IDENTITY_OIDC_UNAVAILABLE): for logs and tests; the engine answers every one with the same
+ * redirect (`?oidc=failed`). docs/identity.md, "OIDC sign-in (package)", says when each applies.
+ */
+export type OidcRefusal =
+  // the transaction cookie
+  | 'transaction-invalid'
+  | 'transaction-expired'
+  | 'connection-mismatch'
+  // the authorization response
+  | 'state-mismatch'
+  | 'issuer-mismatch'
+  | 'provider-error'
+  | 'response-invalid'
+  // the code exchange (the provider's invalid_grant covers a replayed, expired or foreign code
+  // and a PKCE mismatch alike)
+  | 'code-rejected'
+  | 'exchange-failed'
+  // the ID token
+  | 'nonce-mismatch'
+  | 'audience-mismatch'
+  | 'token-expired'
+  | 'token-time-invalid'
+  | 'id-token-invalid'
+  // the person
+  | 'email-missing'
+  | 'email-unverified'
+  | 'email-domain'
+  // the provider itself (ERR_IDENTITY_OIDC_UNAVAILABLE)
+  | 'provider-unreachable'
+  | 'metadata-invalid';
+
 export class IdentityError extends Error {
   readonly code: IdentityErrorCode;
-  /** For ERR_IDENTITY_SESSION_INVALID and ERR_IDENTITY_PASSKEY_REFUSED: which check refused. */
-  readonly refusal: SessionRefusal | PasskeyRefusal | undefined;
+  /**
+   * For ERR_IDENTITY_SESSION_INVALID, ERR_IDENTITY_PASSKEY_REFUSED and the two OIDC codes: which
+   * check refused (the OIDC reason code).
+   */
+  readonly refusal: SessionRefusal | PasskeyRefusal | OidcRefusal | undefined;
 
   constructor(
     code: IdentityErrorCode,
     message: string,
-    options: { refusal?: SessionRefusal | PasskeyRefusal } = {},
+    options: { refusal?: SessionRefusal | PasskeyRefusal | OidcRefusal } = {},
   ) {
     super(message);
     this.name = 'IdentityError';

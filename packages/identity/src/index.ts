@@ -3,7 +3,9 @@
  * server, no storage): session tokens and what ends them, the session and CSRF cookies, the Origin
  * and double-submit checks, recovery codes (slow-hashed), single-use tokens for invites, first-owner
  * set-up links and step-up, email normalisation, passkey subjects, the relying party from
- * `CONSOLE_ORIGIN` and the passkey ceremonies (WebAuthn, on @simplewebauthn/server). The engine stores what these return and wires them to routes; docs/identity.md
+ * `CONSOLE_ORIGIN`, the passkey ceremonies (WebAuthn, on @simplewebauthn/server) and OIDC sign-in
+ * (relying party, on openid-client) with its group-to-role mapping. The engine stores what these
+ * return and wires them to routes; docs/identity.md
  * is the normative description.
  */
 
@@ -24,9 +26,31 @@ export {
   IdentityError,
   type IdentityErrorCode,
   isIdentityError,
+  type OidcRefusal,
   type PasskeyRefusal,
   type SessionRefusal,
 } from './errors.ts';
+export {
+  checkOidcConnection,
+  decodeOidcTransaction,
+  discoverOidcProvider,
+  encodeOidcTransaction,
+  type GroupRoleRule,
+  newOidcTransactionKey,
+  OIDC_DEFAULT_SCOPES,
+  OIDC_DEFAULT_TIMEOUT_MS,
+  OIDC_TRANSACTION_COOKIE,
+  OIDC_TRANSACTION_TTL_MS,
+  type OidcConnection,
+  type OidcIdentity,
+  type OidcProvider,
+  type OidcTransaction,
+  oidcCallback,
+  oidcStart,
+  oidcSubject,
+  oidcTransactionCookie,
+  roleForGroups,
+} from './oidc.ts';
 export {
   checkOneTimeToken,
   DEFAULT_ONE_TIME_TTL_MS,
