@@ -74,6 +74,13 @@ export const SCREENS: ScreenRoute[] = [
     nav: true,
   },
   {
+    path: '/notifications',
+    title: 'Notifications',
+    component: screen(() => import('./screens/notifications.tsx'), 'Notifications'),
+    capability: 'notify.config',
+    nav: true,
+  },
+  {
     path: '/members',
     title: 'Members',
     component: screen(() => import('./screens/members.tsx'), 'Members'),

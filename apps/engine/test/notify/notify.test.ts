@@ -142,6 +142,19 @@ t.test('notifications end to end', async (t) => {
     'the store holds the URL path and the secret sealed only',
   );
 
+  // Nor may the operator re-point a channel that has the switch on (the owner set it for one target).
+  const repoint = await post(
+    '/notify/channels/update',
+    { id: channel.id, url: 'https://10.0.0.5/x' },
+    opHeaders,
+  );
+  t.equal(repoint.status, 403, 'an operator cannot change the URL of a private-target channel');
+  t.equal(
+    (await post('/notify/channels/update', { id: channel.id, name: 'Ops hook' }, opHeaders)).status,
+    200,
+    'other fields stay theirs',
+  );
+
   const slowCh = (
     await post('/notify/channels', {
       kind: 'webhook',

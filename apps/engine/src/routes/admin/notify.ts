@@ -9,7 +9,7 @@
  *   checked by the URL guard, secrets sealed before the store sees them). The first channel added
  *   with no rule gets the global `backup-failure` and `backup-stale` rules. `allowPrivateTarget`
  *   (a receiver on a private, loopback or link-local address) is an owner's decision only: another
- *   role setting it is 403 `required: owner`. Audited as `notify-channel-change` /
+ *   role setting it, or changing the URL of a channel that has it, is 403 `required: owner`. Audited as `notify-channel-change` /
  *   `notify-rule-change` (applied, and refused for lack of `notify.config`), with the channel's id,
  *   name, kind and enabled flag only, never a URL, key or credential; deleting an id that does not
  *   exist writes no row.
@@ -134,7 +134,10 @@ export default async function notifyRoutes(app: FastifyInstance): Promise<void> 
       const stored = id === '' ? null : await state().getChannel(id);
       if (stored === null) return reply.code(404).send({ error: 'no such channel' });
       const previous = channelFromState(stored);
+      // Turning the switch on, or pointing a channel that has it at another address, is the owner's.
       if (!previous.allowPrivateTarget && privateTargetRefused(request, reply, body.allowPrivateTarget))
+        return reply;
+      if (previous.allowPrivateTarget && body.url !== undefined && privateTargetRefused(request, reply, true))
         return reply;
       let channel: ReturnType<typeof normaliseChannel>;
       try {

@@ -1,0 +1,377 @@
+/**
+ * Add or edit a notification channel (`POST /admin/notify/channels`, `/channels/update`). The
+ * fields follow the kind (docs/notifications.md "Channels"); the engine is the validator: its 400
+ * `{ error, code, field }` is shown above the buttons and next to the field it names (a URL the
+ * guard refuses, an invalid address, a short signing secret). On edit the kind is fixed and the
+ * URL and secrets are write-only: left blank they are kept. The private-target switch is an
+ * owner's (the engine refuses it from any other role), so only owners see it.
+ */
+import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { type FormEvent, useEffect, useId, useRef, useState } from 'react';
+import { api } from '../../api/client.ts';
+import { messageOf } from '../../api/errors.ts';
+import { isOwner, useSignedIn } from '../../auth/session.tsx';
+import { ErrorBox } from '../../components/ui.tsx';
+import { NotifyField, splitList } from './fields.tsx';
+import {
+  type ChannelKind,
+  type ChannelView,
+  type CreateChannelAnswer,
+  fieldOfError,
+  KINDS,
+  NOTIFY_KEY,
+} from './types.ts';
+
+interface FormState {
+  kind: ChannelKind;
+  name: string;
+  enabled: boolean;
+  allowPrivateTarget: boolean;
+  url: string;
+  signingSecret: string;
+  removeSigningSecret: boolean;
+  toAddresses: string;
+  connectorVia: 'url' | 'addresses';
+  routingKey: string;
+  apiKey: string;
+  username: string;
+}
+
+function stateOf(c: ChannelView | undefined): FormState {
+  return {
+    kind: c?.kind ?? 'webhook',
+    name: c?.name ?? '',
+    enabled: c?.enabled ?? true,
+    allowPrivateTarget: c?.allowPrivateTarget ?? false,
+    url: '',
+    signingSecret: '',
+    removeSigningSecret: false,
+    toAddresses: (c?.toAddresses ?? []).join('\n'),
+    connectorVia: c?.kind === 'chat-connector' && c.toAddresses ? 'addresses' : 'url',
+    routingKey: '',
+    apiKey: '',
+    username: c?.username ?? '',
+  };
+}
+
+/** Which transport inputs the form shows for a kind. */
+function inputsOf(f: FormState): {
+  url: boolean;
+  signingSecret: boolean;
+  toAddresses: boolean;
+  routingKey: boolean;
+  apiKey: boolean;
+  username: boolean;
+} {
+  const k = f.kind;
+  return {
+    url:
+      k === 'webhook' ||
+      k === 'chat-webhook' ||
+      k === 'alert-api' ||
+      k === 'itsm-event' ||
+      (k === 'chat-connector' && f.connectorVia === 'url'),
+    signingSecret: k === 'webhook',
+    toAddresses: k === 'email' || (k === 'chat-connector' && f.connectorVia === 'addresses'),
+    routingKey: k === 'incident',
+    apiKey: k === 'alert-api' || k === 'itsm-event',
+    username: k === 'itsm-event',
+  };
+}
+
+function bodyOf(f: FormState, editing: ChannelView | undefined, owner: boolean): Record<string, unknown> {
+  const show = inputsOf(f);
+  const body: Record<string, unknown> = editing ? { id: editing.id } : { kind: f.kind };
+  if (f.name.trim() !== '') body.name = f.name.trim();
+  body.enabled = f.enabled;
+  if (owner) body.allowPrivateTarget = f.allowPrivateTarget;
+  if (show.url && f.url.trim() !== '') body.url = f.url.trim();
+  if (show.toAddresses) body.toAddresses = splitList(f.toAddresses);
+  if (show.username) body.username = f.username;
+  if (show.routingKey && f.routingKey !== '') body.routingKey = f.routingKey;
+  if (show.apiKey && f.apiKey !== '') body.apiKey = f.apiKey;
+  if (show.signingSecret) {
+    if (f.removeSigningSecret) body.signingSecret = null;
+    else if (f.signingSecret !== '') body.signingSecret = f.signingSecret;
+  }
+  return body;
+}
+
+export function ChannelForm({
+  editing,
+  onSaved,
+  onCancel,
+}: {
+  /** The channel being edited; absent to add one. */
+  editing?: ChannelView;
+  onSaved: (answer: { channel: ChannelView; rulesCreated?: CreateChannelAnswer['rulesCreated'] }) => void;
+  onCancel: () => void;
+}) {
+  const who = useSignedIn();
+  const owner = isOwner(who);
+  const client = useQueryClient();
+  const [form, setForm] = useState<FormState>(() => stateOf(editing));
+  const set = <K extends keyof FormState>(k: K, v: FormState[K]) => setForm((f) => ({ ...f, [k]: v }));
+  const headingRef = useRef<HTMLHeadingElement>(null);
+  const headingId = useId();
+  const warnId = useId();
+  const show = inputsOf(form);
+  const title = editing ? `Edit channel ${editing.name}` : 'Add a channel';
+
+  useEffect(() => {
+    headingRef.current?.focus();
+  }, []);
+
+  const save = useMutation({
+    mutationFn: (body: Record<string, unknown>) =>
+      editing
+        ? api.post<{ channel: ChannelView }>('/admin/notify/channels/update', body)
+        : api.post<CreateChannelAnswer>('/admin/notify/channels', body),
+    onSuccess: async (answer) => {
+      await client.invalidateQueries({ queryKey: NOTIFY_KEY });
+      onSaved(answer);
+    },
+  });
+  const errorField = fieldOfError(save.error);
+  const errorAt = (field: string) => (errorField === field ? messageOf(save.error) : undefined);
+
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    save.mutate(bodyOf(form, editing, owner));
+  };
+
+  const kept = editing ? 'Leave blank to keep the one stored.' : undefined;
+
+  return (
+    <section className="panel notify-form" aria-labelledby={headingId}>
+      <h2 id={headingId} ref={headingRef} tabIndex={-1}>
+        {title}
+      </h2>
+      {editing ? (
+        <p className="muted">
+          The URL and secrets are never shown again once saved. Fields left blank keep what is stored.
+        </p>
+      ) : null}
+      <form onSubmit={submit} noValidate>
+        <div className="notify-two-col">
+          <NotifyField
+            label="Kind"
+            error={errorAt('kind')}
+            hint={editing ? 'The kind of a channel cannot change.' : undefined}
+          >
+            {(p) => (
+              <select
+                {...p}
+                value={form.kind}
+                disabled={editing !== undefined}
+                onChange={(e) => set('kind', e.target.value as ChannelKind)}
+              >
+                {KINDS.map((k) => (
+                  <option key={k.kind} value={k.kind}>
+                    {k.label}
+                  </option>
+                ))}
+              </select>
+            )}
+          </NotifyField>
+          <NotifyField label="Name" error={errorAt('name')} hint="1 to 100 characters; defaults to the kind.">
+            {(p) => (
+              <input
+                {...p}
+                value={form.name}
+                maxLength={100}
+                autoComplete="off"
+                onChange={(e) => set('name', e.target.value)}
+              />
+            )}
+          </NotifyField>
+        </div>
+
+        {form.kind === 'chat-connector' ? (
+          <fieldset className="notify-fieldset">
+            <legend>Send to</legend>
+            <label className="check">
+              <input
+                type="radio"
+                name="connector-via"
+                checked={form.connectorVia === 'url'}
+                onChange={() => set('connectorVia', 'url')}
+              />
+              A webhook URL (Teams Workflows or incoming webhook, Google Chat space)
+            </label>
+            <label className="check">
+              <input
+                type="radio"
+                name="connector-via"
+                checked={form.connectorVia === 'addresses'}
+                onChange={() => set('connectorVia', 'addresses')}
+              />
+              Email addresses (a Teams channel or Google group address)
+            </label>
+          </fieldset>
+        ) : null}
+
+        {show.url ? (
+          <NotifyField
+            label="URL"
+            error={errorAt('url')}
+            hint={
+              editing?.url
+                ? `Stored: ${editing.url.origin}/… ${kept}`
+                : 'https only; no user name or password in it. The path is kept secret once saved.'
+            }
+          >
+            {(p) => (
+              <input
+                {...p}
+                type="url"
+                inputMode="url"
+                autoComplete="off"
+                spellCheck={false}
+                value={form.url}
+                onChange={(e) => set('url', e.target.value)}
+              />
+            )}
+          </NotifyField>
+        ) : null}
+        {show.toAddresses ? (
+          <NotifyField
+            label="Email addresses"
+            error={errorAt('toAddresses')}
+            hint="One per line or separated by commas; at most 20."
+          >
+            {(p) => (
+              <textarea
+                {...p}
+                rows={3}
+                spellCheck={false}
+                value={form.toAddresses}
+                onChange={(e) => set('toAddresses', e.target.value)}
+              />
+            )}
+          </NotifyField>
+        ) : null}
+        {show.username ? (
+          <NotifyField label="User name" error={errorAt('username')} hint="The HTTP Basic user; no colon.">
+            {(p) => (
+              <input
+                {...p}
+                autoComplete="off"
+                value={form.username}
+                onChange={(e) => set('username', e.target.value)}
+              />
+            )}
+          </NotifyField>
+        ) : null}
+        {show.routingKey ? (
+          <NotifyField
+            label="Routing key"
+            error={errorAt('routingKey')}
+            hint={
+              editing?.routingKey ? `A routing key is set. ${kept}` : 'The integration key of the service.'
+            }
+          >
+            {(p) => (
+              <input
+                {...p}
+                type="password"
+                autoComplete="new-password"
+                value={form.routingKey}
+                onChange={(e) => set('routingKey', e.target.value)}
+              />
+            )}
+          </NotifyField>
+        ) : null}
+        {show.apiKey ? (
+          <NotifyField
+            label={form.kind === 'itsm-event' ? 'Password (API key)' : 'API key'}
+            error={errorAt('apiKey')}
+            hint={
+              editing?.apiKey ? `A key is set. ${kept}` : 'Write-only: sealed by the engine, never shown.'
+            }
+          >
+            {(p) => (
+              <input
+                {...p}
+                type="password"
+                autoComplete="new-password"
+                value={form.apiKey}
+                onChange={(e) => set('apiKey', e.target.value)}
+              />
+            )}
+          </NotifyField>
+        ) : null}
+        {show.signingSecret ? (
+          <>
+            <NotifyField
+              label="Signing secret (optional)"
+              error={errorAt('signingSecret')}
+              hint={
+                editing?.signingSecret
+                  ? `A signing secret is set. ${kept}`
+                  : '16 to 1024 characters. Requests then carry x-coffer-signature (HMAC-SHA256) the receiver can verify.'
+              }
+            >
+              {(p) => (
+                <input
+                  {...p}
+                  type="password"
+                  autoComplete="new-password"
+                  value={form.signingSecret}
+                  disabled={form.removeSigningSecret}
+                  onChange={(e) => set('signingSecret', e.target.value)}
+                />
+              )}
+            </NotifyField>
+            {editing?.signingSecret ? (
+              <label className="check">
+                <input
+                  type="checkbox"
+                  checked={form.removeSigningSecret}
+                  onChange={(e) => set('removeSigningSecret', e.target.checked)}
+                />
+                Remove the signing secret (send unsigned)
+              </label>
+            ) : null}
+          </>
+        ) : null}
+
+        <label className="check">
+          <input type="checkbox" checked={form.enabled} onChange={(e) => set('enabled', e.target.checked)} />
+          Enabled
+        </label>
+        {owner ? (
+          <div className="notify-private">
+            <label className="check">
+              <input
+                type="checkbox"
+                aria-describedby={warnId}
+                checked={form.allowPrivateTarget}
+                onChange={(e) => set('allowPrivateTarget', e.target.checked)}
+              />
+              Allow a private target
+            </label>
+            <p id={warnId} className="msg msg-warn notify-warn">
+              Owners only. Lets this channel reach private, loopback, link-local and cloud metadata addresses
+              (a receiver on your own network). Whoever can change the channel can then point the engine at
+              internal services. https, the no-credentials rule and the preview-domain block still apply.
+            </p>
+            {errorAt('allowPrivateTarget') ? (
+              <small className="notify-field-error">{errorAt('allowPrivateTarget')}</small>
+            ) : null}
+          </div>
+        ) : null}
+
+        <ErrorBox error={save.error} />
+        <div className="row">
+          <button type="submit" className="primary" disabled={save.isPending}>
+            {editing ? 'Save channel' : 'Add channel'}
+          </button>
+          <button type="button" onClick={onCancel}>
+            Cancel
+          </button>
+        </div>
+      </form>
+    </section>
+  );
+}
