@@ -17,14 +17,13 @@
 //   switch; a viewer has no Notifications link and the path is "Not here".
 // axe finds no serious violation on the screen (laptop and 390 px, where nothing scrolls
 // sideways) and on the add form; no CSP violation or page error in any browser.
-import { execFileSync } from 'node:child_process';
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import type { IncomingMessage } from 'node:http';
 import { createServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { tempDir } from '@coffer/testkit';
+import { makeTestPki, tempDir } from '@coffer/testkit';
 import type { Page } from 'playwright-core';
 import t from 'tap';
 import {
@@ -38,61 +37,6 @@ import {
 
 const SECRET = 'whsec-console-e2e-signing-secret-0123';
 const LONG = { timeout: 60_000 };
-
-/** A throwaway CA and a server certificate for localhost / 127.0.0.1 (openssl CLI). */
-function makePki(dir: string): { caFile: string; cert: string; key: string } {
-  const run = (args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
-  run([
-    'req',
-    '-x509',
-    '-newkey',
-    'rsa:2048',
-    '-nodes',
-    '-keyout',
-    'ca.key',
-    '-out',
-    'ca.pem',
-    '-days',
-    '2',
-    '-subj',
-    '/CN=coffer console test CA',
-  ]);
-  run([
-    'req',
-    '-newkey',
-    'rsa:2048',
-    '-nodes',
-    '-keyout',
-    'server.key',
-    '-out',
-    'server.csr',
-    '-subj',
-    '/CN=localhost',
-  ]);
-  writeFileSync(join(dir, 'ext.cnf'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\n');
-  run([
-    'x509',
-    '-req',
-    '-in',
-    'server.csr',
-    '-CA',
-    'ca.pem',
-    '-CAkey',
-    'ca.key',
-    '-CAcreateserial',
-    '-out',
-    'server.pem',
-    '-days',
-    '2',
-    '-extfile',
-    'ext.cnf',
-  ]);
-  return {
-    caFile: join(dir, 'ca.pem'),
-    cert: readFileSync(join(dir, 'server.pem'), 'utf8'),
-    key: readFileSync(join(dir, 'server.key'), 'utf8'),
-  };
-}
 
 interface Hit {
   path: string;
@@ -172,7 +116,7 @@ async function noSidewaysScroll(page: Page): Promise<boolean> {
 
 t.test('notifications screen', async (t) => {
   const root = tempDir(t, 'coffer-console-notify-');
-  const pki = makePki(root);
+  const pki = makeTestPki(root, { caName: 'coffer console test CA' });
   const hook = await receiver(t, pki);
   const stack = await startStack(t, { env: { ENGINE_NOTIFY_CA_FILE: pki.caFile } });
   const owner = await stack.persona();

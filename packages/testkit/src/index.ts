@@ -8,6 +8,7 @@
 
 export { chromiumPath } from './chromium.ts';
 export { markdownCells, markdownTable } from './markdown.ts';
+export { makeTestPki, type TestPki } from './pki.ts';
 export * from './postgres.ts';
 export { runReadmeExample } from './readme-example.ts';
 export * from './redis.ts';
