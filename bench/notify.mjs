@@ -26,10 +26,21 @@ const repeat = Number(env.BENCH_REPEAT ?? 3);
 const TOKEN = 'bench-notify-admin-token-0123456789';
 
 if (env.BENCH_NO_BUILD !== '1')
-  execFileSync('pnpm', ['turbo', 'run', 'build', '--filter=@coffer/engine...', '--output-logs=errors-only'], {
-    cwd: root,
-    stdio: 'inherit',
-  });
+  execFileSync(
+    'pnpm',
+    [
+      'turbo',
+      'run',
+      'build',
+      '--filter=@coffer/engine...',
+      '--filter=@coffer/testkit',
+      '--output-logs=errors-only',
+    ],
+    {
+      cwd: root,
+      stdio: 'inherit',
+    },
+  );
 const crypto = await import(pathToFileURL(join(root, 'packages', 'crypto', 'dist', 'index.js')).href);
 
 console.log(`notify bench: ${availableParallelism()} CPUs, Node ${process.version}, scale ${scale}`);
@@ -38,63 +49,18 @@ const data = ensureDataSet(scale);
 console.log(`data set: ${data.files.length} files, ${(data.bytes / 2 ** 20).toFixed(0)} MiB`);
 
 const work = mkdtempSync(join(tmpdir(), 'coffer-bench-notify-'));
-// A test CA and a server certificate for localhost, made with openssl (the engine trusts the CA
-// through ENGINE_NOTIFY_CA_FILE).
-const sh = (args) => execFileSync('openssl', args, { cwd: work, stdio: 'pipe' });
-sh([
-  'req',
-  '-x509',
-  '-newkey',
-  'rsa:2048',
-  '-nodes',
-  '-keyout',
-  'ca.key',
-  '-out',
-  'ca.pem',
-  '-days',
-  '2',
-  '-subj',
-  '/CN=bench CA',
-]);
-sh([
-  'req',
-  '-newkey',
-  'rsa:2048',
-  '-nodes',
-  '-keyout',
-  'server.key',
-  '-out',
-  'server.csr',
-  '-subj',
-  '/CN=localhost',
-]);
-writeFileSync(join(work, 'ext.cnf'), 'subjectAltName=DNS:localhost,IP:127.0.0.1\n');
-sh([
-  'x509',
-  '-req',
-  '-in',
-  'server.csr',
-  '-CA',
-  'ca.pem',
-  '-CAkey',
-  'ca.key',
-  '-CAcreateserial',
-  '-out',
-  'server.pem',
-  '-days',
-  '2',
-  '-extfile',
-  'ext.cnf',
-]);
+// A test CA and a server certificate for localhost (@coffer/testkit's test PKI; the engine trusts
+// the CA through ENGINE_NOTIFY_CA_FILE).
+const { makeTestPki } = await import(
+  pathToFileURL(join(root, 'packages', 'testkit', 'dist', 'index.js')).href
+);
+const pki = makeTestPki(work, { caName: 'bench CA' });
 
 // The receiver that never answers.
 let held = 0;
-const silent = createServer(
-  { cert: readFileSync(join(work, 'server.pem')), key: readFileSync(join(work, 'server.key')) },
-  () => {
-    held++;
-  },
-);
+const silent = createServer({ cert: pki.cert, key: pki.key }, () => {
+  held++;
+});
 await new Promise((r) => silent.listen(0, '127.0.0.1', r));
 const hookUrl = `https://localhost:${silent.address().port}/never`;
 
@@ -120,7 +86,7 @@ async function startEngine(name) {
       ENGINE_DATA_DIR: join(work, name),
       ADMIN_TOKEN: TOKEN,
       ENGINE_BREAK_GLASS_PUBLIC_KEY: join(work, 'bg.pub'),
-      ENGINE_NOTIFY_CA_FILE: join(work, 'ca.pem'),
+      ENGINE_NOTIFY_CA_FILE: pki.caFile,
       ENGINE_LOG_LEVEL: 'warn',
     },
     stdio: 'ignore',
