@@ -57,6 +57,10 @@ export const AUDIT_ACTIONS = [
   'custom-role-change',
   'setup-acknowledge',
   'break-glass-key-set',
+  // Single sign-on and SCIM.
+  'idp-connection-change',
+  'idp-role-mapping',
+  'scim-deprovision',
   // Control plane.
   'control-plane-restore',
   'control-plane-import',
@@ -88,13 +92,15 @@ export type AuditOutcome = (typeof AUDIT_OUTCOMES)[number];
  * How the actor authenticated, in the specification's method precedence plus the two non-person
  * actors: `perimeter-jwt` (perimeter access assertion), `session` (any session cookie: passkey,
  * OIDC, SAML or token session), `admin-token` (bare bearer), `pull-credential` (a minted pull
- * credential), `engine` (the engine itself: cron, observation, settle).
+ * credential), `scim-bearer` (the SCIM facade's bearer, SCIM_BEARER_TOKEN: both null), `engine`
+ * (the engine itself: cron, observation, settle).
  */
 export const ACTOR_METHODS = [
   'perimeter-jwt',
   'session',
   'admin-token',
   'pull-credential',
+  'scim-bearer',
   'engine',
 ] as const;
 
