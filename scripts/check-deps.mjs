@@ -64,6 +64,7 @@ const engineRooms = {
   root: '*',
   routes: [
     'plugins',
+    'sso',
     'notify',
     'restores',
     'drills',
@@ -78,6 +79,7 @@ const engineRooms = {
     'foundation',
   ],
   plugins: [
+    'sso',
     'notify',
     'restores',
     'drills',
@@ -96,6 +98,8 @@ const engineRooms = {
   metrics: ['state', 'foundation'],
   // Notifications: @coffer/notify over the state store, subscribed to the event bus (events.ts).
   notify: ['state', 'foundation'],
+  // Single sign-on: identity-provider connections over the settings store, @coffer/identity's protocols.
+  sso: ['foundation'],
   runs: ['jobs', 'tasks', 'connections', 'state', 'foundation'],
   jobs: ['connections', 'foundation'],
   audit: ['auth', 'state', 'foundation'],

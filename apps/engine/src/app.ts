@@ -37,6 +37,7 @@ import rateLimitPlugin, { type RateLimitOptions } from './plugins/rate-limit.ts'
 import replies from './plugins/replies.ts';
 import restoresPlugin from './plugins/restores.ts';
 import runsPlugin, { type RunsPluginOptions } from './plugins/runs.ts';
+import ssoPlugin from './plugins/sso.ts';
 import stepUpPlugin from './plugins/step-up.ts';
 import adminFamily from './routes/admin/index.ts';
 import demoRoutes from './routes/demo/index.ts';
@@ -81,6 +82,39 @@ export const REDACT_PATHS = [
   'headers["perimeter-access-jwt-assertion"]',
 ];
 
+/** Query parameters that carry a credential in some protocol (OIDC, OAuth, SAML, one-time links). */
+const SECRET_QUERY =
+  /^(code|state|nonce|id_token|access_token|refresh_token|token|samlresponse|samlrequest|relaystate|session_state)$/i;
+
+/** A URL for the log: the path, and the query with credential-bearing values replaced. */
+export function loggableUrl(url: string): string {
+  const q = url.indexOf('?');
+  if (q < 0) return url;
+  const params = new URLSearchParams(url.slice(q + 1));
+  for (const key of [...params.keys()]) if (SECRET_QUERY.test(key)) params.set(key, '[redacted]');
+  return `${url.slice(0, q)}?${params.toString()}`;
+}
+
+/**
+ * The request as logged: Fastify's default fields, with the URL through loggableUrl (an OIDC
+ * callback's `code` and `state` would otherwise reach the log on every sign-in).
+ */
+function logRequest(request: {
+  method: string;
+  url: string;
+  host?: string;
+  ip?: string;
+  socket?: { remotePort?: number };
+}) {
+  return {
+    method: request.method,
+    url: loggableUrl(request.url),
+    host: request.host,
+    remoteAddress: request.ip,
+    remotePort: request.socket?.remotePort,
+  };
+}
+
 function httpsOptions(config: EngineConfig) {
   if (!config.tls) return undefined;
   return {
@@ -98,10 +132,14 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   const { config } = options;
   const keys = options.keys ?? loadKeys(config);
   const https = httpsOptions(config);
-  const logger = options.logger ?? {
+  const base = options.logger ?? {
     level: config.logLevel,
     redact: { paths: REDACT_PATHS, censor: '[redacted]' },
   };
+  const logger =
+    typeof base === 'object' && base !== null
+      ? { ...base, serializers: { ...(base as { serializers?: object }).serializers, req: logRequest } }
+      : base;
   const app = Fastify({
     logger,
     ...(https ? { https } : {}),
@@ -121,6 +159,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   await app.register(corePlugin, { config, keys, ...(options.state ? { state: options.state } : {}) });
   await app.register(runsPlugin, options.runs ?? {});
   await app.register(notifyPlugin, options.notify ?? {});
+  await app.register(ssoPlugin);
   for (const warning of keys.warnings) app.log.warn({ keys: 'warning' }, warning);
   if (keys.missing.length > 0) {
     app.log.warn(

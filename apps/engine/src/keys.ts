@@ -17,6 +17,7 @@
  * exists that only the engine's own disk could open.
  */
 
+import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 import { chmodSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
@@ -213,4 +214,37 @@ export function loadKeys(config: EngineConfig): EngineKeys {
   const support = publicKey(config.supportPublicKey, 'support public key');
   const missing = breakGlass ? [] : ['ENGINE_BREAK_GLASS_PUBLIC_KEY'];
   return { signer, operational, breakGlass, support, missing, ready: missing.length === 0, warnings };
+}
+
+/**
+ * A box for secrets the engine stores (notification channel secrets, identity-provider client
+ * secrets): AES-256-GCM under a key derived from the operational secret key with HKDF-SHA384 and
+ * the purpose's own `info` label, text `<prefix>` + base64url(nonce 12 | ciphertext | tag 16). A
+ * copy of the state store alone holds only sealed text, and a value sealed for one purpose never
+ * opens as another (each label gives its own key).
+ */
+export function operationalSecretBox(
+  operationalSecretKey: Uint8Array,
+  label: { info: string; prefix: string },
+): { seal(plain: string): string; open(sealed: string): string } {
+  const { info, prefix } = label;
+  const key = Buffer.from(hkdfSync('sha384', operationalSecretKey, Buffer.alloc(0), info, 32));
+  return {
+    seal(plain: string): string {
+      const nonce = randomBytes(12);
+      const cipher = createCipheriv('aes-256-gcm', key, nonce);
+      const body = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
+      return prefix + Buffer.concat([nonce, body, cipher.getAuthTag()]).toString('base64url');
+    },
+    open(sealed: string): string {
+      if (!sealed.startsWith(prefix)) throw new Error('not a sealed value');
+      const raw = Buffer.from(sealed.slice(prefix.length), 'base64url');
+      if (raw.length < 28) throw new Error('sealed value too short');
+      const decipher = createDecipheriv('aes-256-gcm', key, raw.subarray(0, 12));
+      decipher.setAuthTag(raw.subarray(raw.length - 16));
+      return Buffer.concat([decipher.update(raw.subarray(12, raw.length - 16)), decipher.final()]).toString(
+        'utf8',
+      );
+    },
+  };
 }

@@ -12,6 +12,8 @@ export const IDENTITY_ERROR_CODES = [
   'ERR_IDENTITY_PASSKEY_REFUSED',
   'ERR_IDENTITY_OIDC_REFUSED',
   'ERR_IDENTITY_OIDC_UNAVAILABLE',
+  'ERR_IDENTITY_SAML_REFUSED',
+  'ERR_IDENTITY_SAML_UNAVAILABLE',
 ] as const;
 
 export type IdentityErrorCode = (typeof IDENTITY_ERROR_CODES)[number];
@@ -63,18 +65,47 @@ export type OidcRefusal =
   | 'provider-unreachable'
   | 'metadata-invalid';
 
+/**
+ * Why a SAML sign-in was refused (ERR_IDENTITY_SAML_REFUSED) or the identity provider's metadata
+ * could not be used (ERR_IDENTITY_SAML_UNAVAILABLE): for logs and tests; the engine answers every
+ * one with the same redirect (`?saml=failed`). docs/identity.md, "SAML sign-in (package)", says
+ * when each applies.
+ */
+export type SamlRefusal =
+  // the response as a document
+  | 'malformed'
+  | 'status'
+  // the signature
+  | 'unsigned'
+  | 'bad-signature'
+  | 'weak-algorithm'
+  // the assertion's checks
+  | 'wrong-issuer'
+  | 'wrong-audience'
+  | 'wrong-recipient'
+  | 'expired'
+  | 'not-yet-valid'
+  | 'in-response-to'
+  // the person
+  | 'nameid-format'
+  | 'email-missing'
+  | 'email-domain'
+  // the provider's metadata (ERR_IDENTITY_SAML_UNAVAILABLE)
+  | 'metadata-unreachable'
+  | 'metadata-invalid';
+
 export class IdentityError extends Error {
   readonly code: IdentityErrorCode;
   /**
-   * For ERR_IDENTITY_SESSION_INVALID, ERR_IDENTITY_PASSKEY_REFUSED and the two OIDC codes: which
-   * check refused (the OIDC reason code).
+   * For ERR_IDENTITY_SESSION_INVALID, ERR_IDENTITY_PASSKEY_REFUSED and the two OIDC and two SAML
+   * codes: which check refused (the OIDC or SAML reason code).
    */
-  readonly refusal: SessionRefusal | PasskeyRefusal | OidcRefusal | undefined;
+  readonly refusal: SessionRefusal | PasskeyRefusal | OidcRefusal | SamlRefusal | undefined;
 
   constructor(
     code: IdentityErrorCode,
     message: string,
-    options: { refusal?: SessionRefusal | PasskeyRefusal | OidcRefusal } = {},
+    options: { refusal?: SessionRefusal | PasskeyRefusal | OidcRefusal | SamlRefusal } = {},
   ) {
     super(message);
     this.name = 'IdentityError';

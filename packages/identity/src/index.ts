@@ -3,10 +3,10 @@
  * server, no storage): session tokens and what ends them, the session and CSRF cookies, the Origin
  * and double-submit checks, recovery codes (slow-hashed), single-use tokens for invites, first-owner
  * set-up links and step-up, email normalisation, passkey subjects, the relying party from
- * `CONSOLE_ORIGIN`, the passkey ceremonies (WebAuthn, on @simplewebauthn/server) and OIDC sign-in
- * (relying party, on openid-client) with its group-to-role mapping. The engine stores what these
- * return and wires them to routes; docs/identity.md
- * is the normative description.
+ * `CONSOLE_ORIGIN`, the passkey ceremonies (WebAuthn, on @simplewebauthn/server), OIDC sign-in
+ * (relying party, on openid-client) with its group-to-role mapping, and SAML sign-in (service
+ * provider, on @node-saml/node-saml). The engine stores what these return and wires them to
+ * routes; docs/identity.md is the normative description.
  */
 
 export {
@@ -28,6 +28,7 @@ export {
   isIdentityError,
   type OidcRefusal,
   type PasskeyRefusal,
+  type SamlRefusal,
   type SessionRefusal,
 } from './errors.ts';
 export {
@@ -75,6 +76,26 @@ export {
   RECOVERY_CODE_COUNT,
   type RecoveryVerifier,
 } from './recovery-codes.ts';
+export {
+  checkSamlConnection,
+  fetchIdpMetadata,
+  parseIdpMetadata,
+  SAML_DEFAULT_CLOCK_SKEW_SECONDS,
+  SAML_DEFAULT_EMAIL_ATTRIBUTES,
+  SAML_DEFAULT_TIMEOUT_MS,
+  SAML_MAX_CLOCK_SKEW_SECONDS,
+  SAML_METADATA_MAX_BYTES,
+  SAML_NAMEID_PERSISTENT,
+  SAML_RESPONSE_MAX_CHARS,
+  type SamlConnection,
+  type SamlIdentity,
+  type SamlIdpMetadata,
+  samlAssertionConsumer,
+  samlCertificateFingerprint,
+  samlServiceProviderMetadata,
+  samlStart,
+  samlSubject,
+} from './saml.ts';
 export {
   DEFAULT_SESSION_TTL_SECONDS,
   DEFAULT_TOKEN_SESSION_TTL_SECONDS,

@@ -4,9 +4,9 @@
 // refusal with its reason code (wrong state, replayed code, wrong nonce, unverified email, a
 // disallowed domain, a mix-up from another issuer, metadata naming another issuer, an expired ID
 // token, a PKCE mismatch, an aborted sign-in), the transaction cookie and the group mapping.
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createTcpServer, type Socket } from 'node:net';
-import Provider from 'oidc-provider';
+import { startTestOidcProvider, TestBrowser } from '@coffer/testkit/oidc';
 import { randomNonce, randomPKCECodeVerifier } from 'openid-client';
 import t from 'tap';
 import {
@@ -50,6 +50,7 @@ interface RunningProvider {
   /** error_detail of every grant error the provider raised (why it refused a code). */
   grantErrors: string[];
   servers: Server[];
+  provider: { callback(): (req: IncomingMessage, res: ServerResponse) => void };
 }
 
 async function listen(server: Server): Promise<number> {
@@ -59,119 +60,22 @@ async function listen(server: Server): Promise<number> {
   return address.port;
 }
 
-/** A real OpenID provider on loopback with the test client and accounts. */
-async function startProvider(): Promise<RunningProvider & { provider: Provider; server: Server }> {
-  const server = createServer();
-  const port = await listen(server);
-  const issuer = `http://127.0.0.1:${port}`;
-  const grantErrors: string[] = [];
-  const provider = new Provider(issuer, {
-    clients: [
-      {
-        client_id: CLIENT_ID,
-        client_secret: CLIENT_SECRET,
-        redirect_uris: [REDIRECT],
-        response_types: ['code'],
-        grant_types: ['authorization_code'],
-        token_endpoint_auth_method: 'client_secret_basic',
-      },
-    ],
-    async findAccount(_ctx: unknown, id: string) {
-      const account = ACCOUNTS[id];
-      if (account === undefined) return undefined;
-      return { accountId: id, claims: async () => ({ sub: id, ...account }) };
-    },
-    claims: { openid: ['sub'], email: ['email', 'email_verified'], groups: ['groups'], profile: ['name'] },
+/** A real OpenID provider on loopback with the test client and accounts (@coffer/testkit/oidc). */
+async function startProvider(): Promise<RunningProvider> {
+  const op = await startTestOidcProvider({
+    redirectUris: [REDIRECT],
+    accounts: ACCOUNTS,
+    clientId: CLIENT_ID,
+    clientSecret: CLIENT_SECRET,
     // ID tokens live two minutes: the expiry test moves the relying party's clock five ahead.
-    ttl: { IdToken: 120 },
-    cookies: { keys: ['oidc-test-cookie-key-0123456789'] },
-    pkce: { required: () => true },
-    features: { devInteractions: { enabled: true } },
+    idTokenTtl: 120,
   });
-  provider.on('grant.error', (_ctx: unknown, err: { error_detail?: string }) => {
-    grantErrors.push(err.error_detail ?? 'unknown');
-  });
-  // oidc-provider logs a development warning per process; tests do not need it on stderr.
-  server.on('request', provider.callback());
-  return { issuer, grantErrors, servers: [server], provider, server };
-}
-
-/** A browser: follows redirects by hand, keeps cookies per origin, submits the provider's forms. */
-class Browser {
-  private readonly jar = new Map<string, Map<string, string>>();
-
-  private cookieHeader(url: URL): string {
-    const jar = this.jar.get(url.origin);
-    return jar === undefined ? '' : [...jar].map(([k, v]) => `${k}=${v}`).join('; ');
-  }
-
-  private keep(url: URL, res: Response): void {
-    const jar = this.jar.get(url.origin) ?? new Map<string, string>();
-    this.jar.set(url.origin, jar);
-    for (const line of res.headers.getSetCookie()) {
-      const [pair, ...attrs] = line.split(';');
-      const eq = pair!.indexOf('=');
-      const name = pair!.slice(0, eq).trim();
-      const value = pair!.slice(eq + 1).trim();
-      const gone = attrs.some((a) => /^\s*max-age=0\s*$/i.test(a) || /^\s*expires=Thu, 01 Jan 1970/i.test(a));
-      if (gone || value === '') jar.delete(name);
-      else jar.set(name, value);
-    }
-  }
-
-  async request(url: URL, init: { method?: string; form?: URLSearchParams } = {}): Promise<Response> {
-    const headers: Record<string, string> = { cookie: this.cookieHeader(url) };
-    if (init.form) headers['content-type'] = 'application/x-www-form-urlencoded';
-    const res = await fetch(url, {
-      method: init.method ?? 'GET',
-      headers,
-      body: init.form?.toString(),
-      redirect: 'manual',
-    });
-    this.keep(url, res);
-    return res;
-  }
-
-  /**
-   * Opens `start` and goes on like a person: follows every redirect, signs in as `login` on the
-   * login page and continues on the consent page, until the provider redirects to `REDIRECT`
-   * (never fetched: the engine is not part of this test). Returns that callback URL.
-   */
-  async signIn(start: string, login: string, options: { abort?: boolean } = {}): Promise<string> {
-    let url = new URL(start);
-    let res = await this.request(url);
-    for (let step = 0; step < 20; step++) {
-      if (res.status >= 300 && res.status < 400) {
-        const location = res.headers.get('location');
-        if (location === null) throw new Error('redirect without location');
-        const next = new URL(location, url);
-        if (next.href.startsWith(REDIRECT)) return next.href;
-        url = next;
-        res = await this.request(url);
-        continue;
-      }
-      const html = await res.text();
-      if (res.status !== 200) throw new Error(`provider answered ${res.status}: ${html.slice(0, 300)}`);
-      if (options.abort) {
-        const abort = /href="([^"]*\/abort)"/.exec(html);
-        if (abort === null) throw new Error('no abort link');
-        url = new URL(abort[1]!, url);
-        res = await this.request(url);
-        continue;
-      }
-      const form = /<form[^>]*action="([^"]+)"[^>]*method="post"[^>]*>([\s\S]*?)<\/form>/i.exec(html);
-      if (form === null) throw new Error(`no form on the provider page: ${html.slice(0, 300)}`);
-      const body = new URLSearchParams();
-      for (const input of form[2]!.matchAll(/<input[^>]*name="([^"]+)"[^>]*>/g)) {
-        const name = input[1]!;
-        const value = /value="([^"]*)"/.exec(input[0])?.[1] ?? '';
-        body.set(name, name === 'login' ? login : name === 'password' ? 'any-password' : value);
-      }
-      url = new URL(form[1]!.replaceAll('&amp;', '&'), url);
-      res = await this.request(url, { method: 'POST', form: body });
-    }
-    throw new Error('too many steps');
-  }
+  return {
+    issuer: op.issuer,
+    grantErrors: op.grantErrors,
+    servers: [op.server],
+    provider: { callback: () => op.listener },
+  };
 }
 
 function connectionFor(issuer: string, extra: Partial<OidcConnection> = {}): OidcConnection {
@@ -219,7 +123,7 @@ const acme: OidcProvider = await discoverOidcProvider(connectionFor(op.issuer));
 /** A fresh browser signs `login` in up to the callback. */
 async function dance(provider: OidcProvider = acme, login = 'ada-0001') {
   const { authorizationUrl, transaction } = await oidcStart(provider, { redirectUri: REDIRECT });
-  const callback = await new Browser().signIn(authorizationUrl, login);
+  const callback = await new TestBrowser().signIn(authorizationUrl, login, REDIRECT);
   return { authorizationUrl, transaction, callback };
 }
 
@@ -240,7 +144,7 @@ t.test('the happy path: subject from connection, issuer and sub; verified email;
 
   // The browser carries the transaction in its cookie and comes back.
   const cookie = encodeOidcTransaction(key, transaction);
-  const callback = await new Browser().signIn(authorizationUrl, 'ada-0001');
+  const callback = await new TestBrowser().signIn(authorizationUrl, 'ada-0001', REDIRECT);
   t.equal(new URL(callback).searchParams.get('iss'), op.issuer, 'RFC 9207 iss parameter present');
   const identity = await oidcCallback(acme, decodeOidcTransaction(key, cookie), callback);
   t.equal(identity.subject, `oidc:acme:${op.issuer}#ada-0001`);
@@ -349,12 +253,12 @@ t.test('an email outside the allowed domains is refused (exact domain, no subdom
 t.test('a response from another issuer (mix-up) is refused', async (t) => {
   // A second, real provider that knows the same client: the attacker's.
   const attacker = await startProvider();
-  t.teardown(() => attacker.server.close());
+  t.teardown(() => attacker.servers[0]!.close());
   const { authorizationUrl, transaction } = await oidcStart(acme, { redirectUri: REDIRECT });
   const swapped = new URL(authorizationUrl);
   const evil = new URL(attacker.issuer);
   swapped.host = evil.host;
-  const callback = await new Browser().signIn(swapped.href, 'ada-0001');
+  const callback = await new TestBrowser().signIn(swapped.href, 'ada-0001', REDIRECT);
   t.equal(new URL(callback).searchParams.get('iss'), attacker.issuer);
   t.equal(
     await reason(oidcCallback(acme, transaction, callback), secretsOf(transaction, callback)),
@@ -393,7 +297,7 @@ t.test('an expired ID token is refused (the provider issues two-minute tokens)',
 
 t.test('an aborted sign-in comes back as a provider error', async (t) => {
   const { authorizationUrl, transaction } = await oidcStart(acme, { redirectUri: REDIRECT });
-  const callback = await new Browser().signIn(authorizationUrl, 'ada-0001', { abort: true });
+  const callback = await new TestBrowser().signIn(authorizationUrl, 'ada-0001', REDIRECT, { abort: true });
   t.equal(new URL(callback).searchParams.get('error'), 'access_denied');
   t.equal(await reason(oidcCallback(acme, transaction, callback)), 'provider-error');
 });

@@ -18,13 +18,16 @@ import authRoutes from './auth.ts';
 import connectionsRoutes from './connections.ts';
 import healthRoute from './health.ts';
 import identityRoutes from './identity.ts';
+import idpRoutes from './idp.ts';
 import jobsRoutes from './jobs/index.ts';
 import notifyRoutes from './notify.ts';
+import oidcRoutes from './oidc.ts';
 import ownerActionRoutes from './owner-actions.ts';
 import passkeyRoutes from './passkeys.ts';
 import policyRoutes from './policy.ts';
 import recoveryRoutes from './recovery.ts';
 import roleRoutes from './roles.ts';
+import samlRoutes from './saml.ts';
 import sessionRoutes from './sessions.ts';
 import setupRoutes from './setup.ts';
 import statusRoutes from './status.ts';
@@ -63,6 +66,8 @@ export default async function adminFamily(app: FastifyInstance): Promise<void> {
   await app.register(authRoutes);
   await app.register(passkeyRoutes);
   await app.register(recoveryRoutes);
+  await app.register(oidcRoutes);
+  await app.register(samlRoutes);
 
   await app.register(async (authed) => {
     authed.addHook('onRequest', authed.authenticate);
@@ -81,6 +86,7 @@ export default async function adminFamily(app: FastifyInstance): Promise<void> {
     await authed.register(runsRoutes);
     await authed.register(restoreRoutes);
     await authed.register(notifyRoutes);
+    await authed.register(idpRoutes);
   });
 
   app.setNotFoundHandler(async (request: FastifyRequest, reply: FastifyReply) => {
