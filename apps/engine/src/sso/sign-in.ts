@@ -22,6 +22,21 @@ export interface SignedInPerson {
 
 export const mappingGrantor = (connectionId: string) => `idp:${connectionId}`;
 
+/** Sign-in starts per client address per window: each stores a record or asks the provider. */
+export const STARTS_PER_ADDRESS = 30;
+export const START_WINDOW_MS = 10 * 60 * 1000;
+
+/**
+ * True when the client address has started more sign-ins than STARTS_PER_ADDRESS in the window
+ * (shared by every replica through the state store). A SAML start writes a RelayState record and
+ * an OIDC start may make the engine fetch discovery: an anonymous flood must not do either
+ * without bound.
+ */
+export async function startLimited(app: FastifyInstance, request: FastifyRequest): Promise<boolean> {
+  const hits = await app.state.rateLimits.hit(`sso-start:${request.ip}`, START_WINDOW_MS);
+  return hits.count > STARTS_PER_ADDRESS;
+}
+
 /** Applies the connection's mapping to the person's grant; returns the role name now held, or null. */
 export async function applyGroupMapping(
   app: FastifyInstance,

@@ -353,3 +353,22 @@ t.test('without CONSOLE_ORIGIN no sign-in can come back: an empty list and 501',
   t.equal(r.status, 501);
   t.same(r.json(), { ok: false, reason: 'sso_not_configured' });
 });
+
+t.test('sign-in starts are limited per client address', async (t) => {
+  const engine = await startEngine(t, { CONSOLE_ORIGIN: CONSOLE });
+  const created = await http(`${engine.url}/admin/idp/connections`, {
+    headers: bearer(),
+    body: connectionBody(),
+  });
+  t.equal(created.status, 201);
+  const start = () => fetch(`${engine.url}/admin/oidc/start/acme`, { redirect: 'manual' });
+  for (let i = 0; i < 30; i++) {
+    const r = await start();
+    t.ok(r.headers.get('location')?.startsWith(op.issuer), `start ${i + 1} goes to the provider`);
+  }
+  const over = await start();
+  t.equal(over.headers.get('location'), '/?oidc=failed', 'the 31st in the window does not');
+  t.ok(engine.logs.some((l) => l.includes('"reason":"rate-limited"')));
+  const saml = await fetch(`${engine.url}/admin/saml/start/acme`, { redirect: 'manual' });
+  t.equal(saml.headers.get('location'), '/?saml=failed', 'the window is shared by both protocols');
+});

@@ -28,7 +28,7 @@ import {
   readCookie,
 } from '@coffer/identity';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { completeSignIn } from '../../sso/sign-in.ts';
+import { completeSignIn, startLimited } from '../../sso/sign-in.ts';
 
 type ConnParams = { Params: { connId: string } };
 
@@ -78,6 +78,7 @@ export default async function oidcRoutes(app: FastifyInstance): Promise<void> {
       const { connId } = request.params;
       if (app.config.consoleOrigin === undefined) return reply.code(501).send(SSO_NOT_CONFIGURED);
       try {
+        if (await startLimited(app, request)) return failed(request, reply, connId, 'rate-limited');
         const connection = await app.sso.enabled(connId, 'oidc');
         if (connection === null) return failed(request, reply, connId, 'unknown-connection');
         const provider = await app.sso.oidcProvider(connection);

@@ -25,7 +25,7 @@ import { samlAssertionConsumer, samlServiceProviderMetadata, samlStart } from '@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { sendNotFound } from '../../plugins/replies.ts';
 import { SsoUnavailableError } from '../../sso/service.ts';
-import { completeSignIn } from '../../sso/sign-in.ts';
+import { completeSignIn, startLimited } from '../../sso/sign-in.ts';
 import { reasonOf, SSO_NOT_CONFIGURED } from './oidc.ts';
 
 type ConnParams = { Params: { connId: string } };
@@ -93,6 +93,7 @@ export default async function samlRoutes(app: FastifyInstance): Promise<void> {
       const { connId } = request.params;
       if (app.config.consoleOrigin === undefined) return reply.code(501).send(SSO_NOT_CONFIGURED);
       try {
+        if (await startLimited(app, request)) return failed(request, reply, connId, 'rate-limited');
         const connection = await app.sso.enabled(connId, 'saml');
         if (connection === null) return failed(request, reply, connId, 'unknown-connection');
         const saml = await app.sso.samlConnection(connection);
