@@ -26,6 +26,7 @@ const allowed = {
   '@coffer/testkit': [],
   '@coffer/sources': ['@coffer/objectstore'],
   '@coffer/audit': ['@coffer/crypto'],
+  '@coffer/update': ['@coffer/crypto'],
   '@coffer/archive': ['@coffer/crypto', '@coffer/objectstore'],
   '@coffer/restore': ['@coffer/crypto', '@coffer/archive', '@coffer/objectstore', '@coffer/sources'],
   '@coffer/recover': ['@coffer/crypto', '@coffer/objectstore', '@coffer/archive', '@coffer/sources'],

@@ -105,6 +105,117 @@ t.test('the three families are forwarded verbatim', async (t) => {
   t.equal(up.seen.length, before, 'other paths are not forwarded');
 });
 
+t.test('single sign-on routes: redirects, cookies and the SAML form post pass through', async (t) => {
+  // The engine's pre-auth SSO routes answer 302 with Set-Cookie: the console must not follow the
+  // redirect, rewrite its Location or drop a cookie, and must pass a form-encoded ACS post as is.
+  const seen: Seen[] = [];
+  const server = createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    seen.push({ method: req.method!, url: req.url!, headers: req.headers, body: Buffer.concat(chunks) });
+    if (req.url === '/admin/oidc/providers') {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(
+        JSON.stringify({
+          providers: [{ id: 'acme', kind: 'oidc', displayName: 'Acme', startUrl: '/admin/oidc/start/acme' }],
+        }),
+      );
+      return;
+    }
+    if (req.url?.startsWith('/admin/oidc/start/')) {
+      res.setHeader(
+        'set-cookie',
+        '__Host-engine_oidc=tx; Path=/; Secure; HttpOnly; SameSite=Lax; Max-Age=600',
+      );
+      res.writeHead(302, { location: 'https://idp.example/authorize?client_id=c&state=s&redirect_uri=x' });
+      res.end();
+      return;
+    }
+    res.setHeader('set-cookie', [
+      '__Host-engine_oidc=; Path=/; Secure; HttpOnly; SameSite=Lax; Max-Age=0',
+      '__Host-engine_session=s1; Path=/; Secure; HttpOnly; SameSite=Strict',
+      '__Host-engine_csrf=c1; Path=/; Secure; SameSite=Strict',
+    ]);
+    res.writeHead(302, { location: req.url?.includes('bad') ? '/?saml=failed' : '/' });
+    res.end();
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  t.teardown(
+    () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  );
+  const app = await buildConsole(
+    loadConsoleConfig({
+      CONSOLE_ENGINE_URL: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      CONSOLE_UI_DIR: UI_DIR,
+      CONSOLE_LOG_LEVEL: 'silent',
+    }),
+  );
+  const url = await app.listen({ host: '127.0.0.1', port: 0 });
+  t.teardown(() => app.close());
+
+  const providers = await fetch(`${url}/admin/oidc/providers`);
+  t.equal(providers.status, 200, 'the provider list is forwarded without a session');
+  t.equal((await providers.json()).providers[0].startUrl, '/admin/oidc/start/acme');
+
+  const start = await fetch(`${url}/admin/oidc/start/acme`, { redirect: 'manual' });
+  t.equal(start.status, 302, 'the redirect is passed back, not followed');
+  t.equal(
+    start.headers.get('location'),
+    'https://idp.example/authorize?client_id=c&state=s&redirect_uri=x',
+    'Location unchanged',
+  );
+  t.same(
+    start.headers.getSetCookie(),
+    ['__Host-engine_oidc=tx; Path=/; Secure; HttpOnly; SameSite=Lax; Max-Age=600'],
+    'the transaction cookie unchanged',
+  );
+
+  const back = await fetch(
+    `${url}/admin/oidc/callback/acme?code=c0de&state=s&iss=https%3A%2F%2Fidp.example`,
+    {
+      redirect: 'manual',
+      headers: { cookie: '__Host-engine_oidc=tx' },
+    },
+  );
+  t.equal(back.status, 302);
+  t.equal(back.headers.get('location'), '/');
+  t.equal(back.headers.getSetCookie().length, 3, 'every Set-Cookie of the callback');
+  const cb = seen.at(-1)!;
+  t.equal(
+    cb.url,
+    '/admin/oidc/callback/acme?code=c0de&state=s&iss=https%3A%2F%2Fidp.example',
+    'query as sent',
+  );
+  t.equal(cb.headers.cookie, '__Host-engine_oidc=tx', 'the transaction cookie reaches the engine');
+
+  const form = `SAMLResponse=${encodeURIComponent('PHNhbWxwOlJlc3BvbnNlPg+/=='.repeat(2000))}&RelayState=r%2Bs`;
+  for (const [path, location] of [
+    ['/admin/saml/acs/acme', '/'],
+    ['/admin/saml/acs/bad', '/?saml=failed'],
+  ] as const) {
+    const acs = await fetch(`${url}${path}`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', origin: 'https://idp.example' },
+      body: form,
+    });
+    t.equal(acs.status, 302, `${path}: the ACS answer`);
+    t.equal(acs.headers.get('location'), location);
+    const post = seen.at(-1)!;
+    t.equal(post.method, 'POST');
+    t.equal(post.headers['content-type'], 'application/x-www-form-urlencoded');
+    t.equal(post.headers.origin, 'https://idp.example', "the IdP's Origin unchanged");
+    t.equal(post.body.toString('utf8'), form, `${path}: the form body byte for byte (${form.length} bytes)`);
+  }
+  const meta = await fetch(`${url}/admin/saml/metadata/acme`);
+  await meta.arrayBuffer();
+  t.equal(seen.at(-1)?.url, '/admin/saml/metadata/acme', 'SP metadata is forwarded');
+});
+
 t.test('the UI: CSP, screen paths, assets, no engine headers', async (t) => {
   const up = await upstream(t);
   const app = await buildConsole(

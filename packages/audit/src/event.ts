@@ -131,6 +131,20 @@ function optionalString(value: unknown, field: string, max: number, heuristics: 
   return value;
 }
 
+/**
+ * A target that is a person's subject as @coffer/identity forms it for single sign-on
+ * (`oidc:<connection>:<issuer>#<sub>`, `saml:<connection>:<entity id>#<NameID>`): its issuer or
+ * entity id is a URL with a path and its id may be long and opaque, so, like the actor's subject,
+ * it is checked against the strong rules only and may be as long as a subject (512).
+ */
+const SUBJECT_TARGET = /^(oidc|saml):[a-z0-9][a-z0-9-]{0,63}:[^#\s]+#\S+$/;
+
+function target(value: unknown): string | null {
+  if (typeof value === 'string' && SUBJECT_TARGET.test(value))
+    return optionalString(value, 'target', 512, false);
+  return optionalString(value, 'target', 256, true);
+}
+
 function identity(value: unknown, field: string): AuditIdentity {
   if (!isPlainObject(value)) invalid(`${field} must be an object`);
   return {
@@ -197,7 +211,7 @@ export function buildEvent(
     sourceAddress: optionalString(input.sourceAddress, 'sourceAddress', 128, false),
     approver:
       input.approver === undefined || input.approver === null ? null : identity(input.approver, 'approver'),
-    target: optionalString(input.target, 'target', 256, true),
+    target: target(input.target),
     outcome: input.outcome,
     detail,
     prevHash: prev === null ? GENESIS_HASH : prev.hash,

@@ -20,8 +20,9 @@
  * | `sensitive-field` | a string, array or object under a field whose name ends in password, passphrase, secret, token, authorization, cookie, credential(s), dsn, connection string, or api/private/secret/access/signing/session key; booleans, numbers and null (presence flags) are allowed there | strong |
  *
  * `detail` and `target` are checked against every rule. Identity fields (actor and approver email
- * and subject, role, source address) only against the strong rules, because a stable subject is
- * legitimately a long opaque identifier or an issuer URL. `assertNoSecrets` refuses; the
+ * and subject, role, source address, and a `target` that is an `oidc:`/`saml:` subject) only
+ * against the strong rules, because a stable subject is legitimately a long opaque identifier or
+ * an issuer URL. `assertNoSecrets` refuses; the
  * sanitiser replaces each finding with the string `[redacted]` (and `buildEvent` uses the
  * sanitiser, so an engine bug loses a field, not the whole audit record). Findings name the JSON
  * path and the rule, never the value.

@@ -177,3 +177,30 @@ t.test('buildEvent sanitises every caller string', async (t) => {
   t.equal(e.target, REDACTED);
   t.same(e.detail, { note: REDACTED, scope: 'audit-feed', secret: REDACTED });
 });
+
+t.test('a single sign-on subject as target is an identity field; other URL targets are not', async (t) => {
+  const event = (target: string) =>
+    buildEvent(null, {
+      action: 'role-change',
+      actor: { email: null, subject: null, method: 'admin-token' },
+      target,
+      outcome: 'applied',
+      detail: {},
+    });
+  const oidc = `oidc:corp:https://sso.example.org/realms/corp#${'f'.repeat(36)}`;
+  t.equal(event(oidc).target, oidc, 'an issuer with a path is kept');
+  const saml = `saml:corp-saml:https://idp.example.org/app/exk123/sso/saml/metadata#${'a1b2'.repeat(60)}`;
+  t.ok(saml.length > 256, 'longer than other targets may be');
+  t.equal(event(saml).target, saml, 'a long NameID is kept');
+  t.equal(
+    event('https://hooks.example.org/T000/B000/secretpath').target,
+    REDACTED,
+    'a URL target is still redacted',
+  );
+  t.equal(event('oidc:corp:https://u:p@sso.example.org#x').target, REDACTED, 'strong rules still apply');
+  t.equal(
+    event(`oidc:corp:https://sso.example.org#Bearer ${'x'.repeat(30)}`).target,
+    REDACTED,
+    'not a subject shape',
+  );
+});

@@ -1,18 +1,28 @@
-// SAML sign-in against a real signing identity provider: assertions built here and signed with
-// xml-crypto (RSA-SHA256, exclusive c14n, enveloped) under a test certificate made with openssl,
-// answering the AuthnRequest samlStart built (SP-initiated: its ID is the InResponseTo). The
-// happy path (subject, email, groups, a key rollover), every refusal with its reason code
-// (unsigned, another key, tampered, SHA-1, wrong issuer, audience, recipient, destination,
-// expired and the clock-skew bound, not yet valid, another or no InResponseTo, transient and
-// email NameIDs, no or a foreign email, an error status), four XML signature wrapping variants,
-// the metadata both ways (parsed, with a DTD refused; fetched from a loopback server) and the
-// service provider's own metadata.
+// SAML sign-in against a real signing identity provider: assertions built by @coffer/testkit/saml
+// and signed with xml-crypto (RSA-SHA256, exclusive c14n, enveloped) under a test certificate made
+// with openssl, answering the AuthnRequest samlStart built (SP-initiated: its ID is the
+// InResponseTo). The happy path (subject, email, groups, a key rollover), every refusal with its
+// reason code (unsigned, another key, tampered, SHA-1, wrong issuer, audience, recipient,
+// destination, expired and the clock-skew bound, not yet valid, another or no InResponseTo,
+// transient and email NameIDs, no or a foreign email, an error status), four XML signature
+// wrapping variants, the metadata both ways (parsed, with a DTD refused; fetched from a loopback
+// server) and the service provider's own metadata.
 import { createServer, type Server } from 'node:http';
 import { inflateRawSync } from 'node:zlib';
 import { makeTestPki, tempDir } from '@coffer/testkit';
+import {
+  pemBody,
+  SAML_EMAIL_FORMAT,
+  SAML_TRANSIENT,
+  type SamlAssertionOptions,
+  samlAssertionXml,
+  samlBase64,
+  samlIdpMetadataXml,
+  samlResponseXml,
+  signSamlXml,
+} from '@coffer/testkit/saml';
 import { DOMParser } from '@xmldom/xmldom';
 import t from 'tap';
-import { SignedXml } from 'xml-crypto';
 import {
   checkSamlConnection,
   fetchIdpMetadata,
@@ -32,20 +42,11 @@ const SP_ENTITY = 'https://backup.example.org/admin/saml/metadata/acme';
 const ACS = 'https://backup.example.org/admin/saml/acs/acme';
 const SSO = 'https://idp.example.org/saml/sso';
 const NAME_ID = 'c0ffee-ada-0001-persistent';
-const TRANSIENT = 'urn:oasis:names:tc:SAML:2.0:nameid-format:transient';
-const EMAIL_FORMAT = 'urn:oasis:names:tc:SAML:1.1:nameid-format:emailAddress';
-const RSA_SHA256 = 'http://www.w3.org/2001/04/xmldsig-more#rsa-sha256';
-const RSA_SHA1 = 'http://www.w3.org/2000/09/xmldsig#rsa-sha1';
-const SHA256 = 'http://www.w3.org/2001/04/xmlenc#sha256';
-const SHA1 = 'http://www.w3.org/2000/09/xmldsig#sha1';
-const EXC_C14N = 'http://www.w3.org/2001/10/xml-exc-c14n#';
-const ENVELOPED = 'http://www.w3.org/2000/09/xmldsig#enveloped-signature';
 
 // The identity provider's key and certificate, a second one (rollover), and an attacker's.
 const idp = makeTestPki(tempDir(t), { caName: 'idp' });
 const rollover = makeTestPki(tempDir(t), { caName: 'idp rollover' });
 const attacker = makeTestPki(tempDir(t), { caName: 'attacker' });
-const der = (pem: string) => pem.replace(/-----[A-Z ]+-----/g, '').replace(/\s+/g, '');
 
 function connection(extra: Partial<SamlConnection> = {}): SamlConnection {
   return {
@@ -61,73 +62,30 @@ function connection(extra: Partial<SamlConnection> = {}): SamlConnection {
   };
 }
 
-// ---- the test identity provider ------------------------------------------------------------
+// ---- the test identity provider (documents from @coffer/testkit/saml, this test's defaults) ---
 
-interface AssertionOptions {
-  id?: string;
-  issuer?: string;
-  nameId?: string;
-  nameIdFormat?: string;
-  recipient?: string;
+interface AssertionOptions extends Partial<Omit<SamlAssertionOptions, 'inResponseTo'>> {
   inResponseTo?: string | null;
-  audience?: string;
-  issueInstant?: number;
-  notBefore?: number;
-  notOnOrAfter?: number;
-  confirmationNotOnOrAfter?: number;
-  emailAttribute?: string;
-  email?: string | null;
-  groups?: string[];
-  sessionNotOnOrAfter?: number;
 }
-
-const iso = (ms: number) => new Date(ms).toISOString();
 
 /** An assertion as an identity provider issues it, `at` being the provider's clock. */
-function assertionXml(at: number, inResponseTo: string, o: AssertionOptions = {}): string {
-  const irt = o.inResponseTo === undefined ? inResponseTo : o.inResponseTo;
-  const attrs: string[] = [];
-  if (o.email !== null)
-    attrs.push(
-      `<saml:Attribute Name="${o.emailAttribute ?? 'email'}"><saml:AttributeValue>${o.email ?? 'Ada@Example.org'}</saml:AttributeValue></saml:Attribute>`,
-    );
-  attrs.push(
-    `<saml:Attribute Name="groups">${(o.groups ?? ['staff', 'backup-admins', 'staff'])
-      .map((g) => `<saml:AttributeValue>${g}</saml:AttributeValue>`)
-      .join('')}</saml:Attribute>`,
-  );
-  return [
-    `<saml:Assertion xmlns:saml="urn:oasis:names:tc:SAML:2.0:assertion" ID="${o.id ?? '_a1'}" Version="2.0" IssueInstant="${iso(o.issueInstant ?? at)}">`,
-    `<saml:Issuer>${o.issuer ?? IDP_ENTITY}</saml:Issuer>`,
-    '<saml:Subject>',
-    `<saml:NameID Format="${o.nameIdFormat ?? SAML_NAMEID_PERSISTENT}">${o.nameId ?? NAME_ID}</saml:NameID>`,
-    '<saml:SubjectConfirmation Method="urn:oasis:names:tc:SAML:2.0:cm:bearer">',
-    `<saml:SubjectConfirmationData ${irt === null ? '' : `InResponseTo="${irt}" `}NotOnOrAfter="${iso(o.confirmationNotOnOrAfter ?? at + 5 * 60_000)}" Recipient="${o.recipient ?? ACS}"/>`,
-    '</saml:SubjectConfirmation>',
-    '</saml:Subject>',
-    `<saml:Conditions NotBefore="${iso(o.notBefore ?? at - 5_000)}" NotOnOrAfter="${iso(o.notOnOrAfter ?? at + 5 * 60_000)}">`,
-    `<saml:AudienceRestriction><saml:Audience>${o.audience ?? SP_ENTITY}</saml:Audience></saml:AudienceRestriction>`,
-    '</saml:Conditions>',
-    `<saml:AuthnStatement AuthnInstant="${iso(at)}" SessionIndex="_s1" SessionNotOnOrAfter="${iso(o.sessionNotOnOrAfter ?? at + 8 * 3600_000)}">`,
-    '<saml:AuthnContext><saml:AuthnContextClassRef>urn:oasis:names:tc:SAML:2.0:ac:classes:PasswordProtectedTransport</saml:AuthnContextClassRef></saml:AuthnContext>',
-    '</saml:AuthnStatement>',
-    `<saml:AttributeStatement>${attrs.join('')}</saml:AttributeStatement>`,
-    '</saml:Assertion>',
-  ].join('');
-}
+const assertionXml = (at: number, inResponseTo: string, o: AssertionOptions = {}) =>
+  samlAssertionXml({
+    at,
+    id: '_a1',
+    issuer: IDP_ENTITY,
+    audience: SP_ENTITY,
+    recipient: ACS,
+    nameId: NAME_ID,
+    email: 'Ada@Example.org',
+    groups: ['staff', 'backup-admins', 'staff'],
+    ...o,
+    inResponseTo: o.inResponseTo === undefined ? inResponseTo : o.inResponseTo,
+  });
 
 /** Signs the document's root (an Assertion or a Response) enveloped, after its Issuer. */
-function sign(xml: string, key = idp.key, cert = idp.cert, weak = false): string {
-  const sig = new SignedXml({
-    privateKey: key,
-    publicCert: cert,
-    signatureAlgorithm: weak ? RSA_SHA1 : RSA_SHA256,
-    canonicalizationAlgorithm: EXC_C14N,
-  });
-  sig.addReference({ xpath: '/*', transforms: [ENVELOPED, EXC_C14N], digestAlgorithm: weak ? SHA1 : SHA256 });
-  sig.computeSignature(xml, { location: { reference: "/*/*[local-name(.)='Issuer']", action: 'after' } });
-  return sig.getSignedXml();
-}
+const sign = (xml: string, key = idp.key, cert = idp.cert, weak = false) =>
+  signSamlXml(xml, { key, cert, weak });
 
 interface ResponseOptions {
   destination?: string | null;
@@ -139,24 +97,18 @@ interface ResponseOptions {
   signResponse?: boolean;
 }
 
-function responseXml(inResponseTo: string, assertion: string, o: ResponseOptions = {}): string {
-  const irt = o.inResponseTo === undefined ? inResponseTo : o.inResponseTo;
-  const destination = o.destination === undefined ? ACS : o.destination;
-  const xml = [
-    '<samlp:Response xmlns:samlp="urn:oasis:names:tc:SAML:2.0:protocol" xmlns:saml="urn:oasis:names:tc:SAML:2.0:assertion"',
-    ` ID="_r1" Version="2.0" IssueInstant="${iso(Date.now())}"`,
-    destination === null ? '' : ` Destination="${destination}"`,
-    irt === null ? '' : ` InResponseTo="${irt}"`,
-    '>',
-    `<saml:Issuer>${o.issuer ?? IDP_ENTITY}</saml:Issuer>`,
-    `<samlp:Status><samlp:StatusCode Value="${o.status ?? 'urn:oasis:names:tc:SAML:2.0:status:Success'}"/></samlp:Status>`,
-    o.body ?? assertion,
-    '</samlp:Response>',
-  ].join('');
-  return o.signResponse ? sign(xml) : xml;
-}
+const responseXml = (inResponseTo: string, assertion: string, o: ResponseOptions = {}) =>
+  samlResponseXml({
+    id: '_r1',
+    issuer: o.issuer ?? IDP_ENTITY,
+    destination: o.destination === undefined ? ACS : o.destination,
+    inResponseTo: o.inResponseTo === undefined ? inResponseTo : o.inResponseTo,
+    body: o.body ?? assertion,
+    ...(o.status !== undefined ? { status: o.status } : {}),
+    ...(o.signResponse ? { signWith: idp } : {}),
+  });
 
-const b64 = (xml: string) => Buffer.from(xml, 'utf8').toString('base64');
+const b64 = samlBase64;
 
 /** SP-initiated: samlStart's request ID, as the engine would find it bound to the RelayState. */
 async function requestId(conn = connection()): Promise<string> {
@@ -184,7 +136,13 @@ async function reason(p: Promise<unknown>): Promise<string> {
       !isIdentityError(e, 'ERR_IDENTITY_SAML_UNAVAILABLE')
     )
       throw e;
-    for (const s of [NAME_ID, 'ada@example.org', 'Ada@Example.org', der(idp.cert).slice(0, 40), 'Assertion>'])
+    for (const s of [
+      NAME_ID,
+      'ada@example.org',
+      'Ada@Example.org',
+      pemBody(idp.cert).slice(0, 40),
+      'Assertion>',
+    ])
       if (e.message.includes(s)) t.fail(`message carries a value: ${e.message}`);
     return `${e.code === 'ERR_IDENTITY_SAML_UNAVAILABLE' ? 'unavailable:' : ''}${e.refusal ?? 'none'}`;
   }
@@ -262,7 +220,7 @@ t.test('the happy path: subject from connection, entity id and NameID; email; gr
 
   // Key rollover: either listed certificate verifies; base64 DER as metadata carries it works too.
   const rolled = await signedResponse({ key: rollover.key, cert: rollover.cert });
-  const conn = connection({ idpCertificates: [der(idp.cert), rollover.cert] });
+  const conn = connection({ idpCertificates: [pemBody(idp.cert), rollover.cert] });
   t.equal((await consume(rolled.samlResponse, rolled.id, { conn })).nameId, NAME_ID);
 
   // The claims-URI email attribute, found without configuration; a configured one is exact.
@@ -385,9 +343,9 @@ t.test('InResponseTo: another request, none (IdP-initiated), a replay against an
 });
 
 t.test('NameID: only persistent; email: present, an address, an allowed domain', async (t) => {
-  const transient = await signedResponse({ nameIdFormat: TRANSIENT });
+  const transient = await signedResponse({ nameIdFormat: SAML_TRANSIENT });
   t.equal(await reason(consume(transient.samlResponse, transient.id)), 'nameid-format', 'transient');
-  const email = await signedResponse({ nameIdFormat: EMAIL_FORMAT, nameId: 'ada@example.org' });
+  const email = await signedResponse({ nameIdFormat: SAML_EMAIL_FORMAT, nameId: 'ada@example.org' });
   t.equal(await reason(consume(email.samlResponse, email.id)), 'nameid-format', 'emailAddress');
   const long = await signedResponse({ nameId: 'x'.repeat(257) });
   t.equal(await reason(consume(long.samlResponse, long.id)), 'nameid-format', 'longer than 256');
@@ -494,7 +452,7 @@ t.test('checkSamlConnection names the field, never the value', async (t) => {
   t.throws(() => samlSubject('acme', 'https://idp/#x', 'n'), { code: 'ERR_IDENTITY_INVALID_ARGUMENT' });
   t.throws(() => samlSubject('acme', IDP_ENTITY, ''), { code: 'ERR_IDENTITY_INVALID_ARGUMENT' });
   t.match(samlCertificateFingerprint(idp.cert), /^[0-9a-f]{64}$/);
-  t.equal(samlCertificateFingerprint(der(idp.cert)), samlCertificateFingerprint(idp.cert));
+  t.equal(samlCertificateFingerprint(pemBody(idp.cert)), samlCertificateFingerprint(idp.cert));
 });
 
 t.test(
@@ -518,7 +476,7 @@ t.test(
   },
 );
 
-function idpMetadata(
+const idpMetadata = (
   o: {
     bindings?: string[];
     location?: string;
@@ -526,27 +484,14 @@ function idpMetadata(
     entityId?: string;
     encryption?: boolean;
   } = {},
-): string {
-  const key = (cert: string, use = 'signing') =>
-    `<md:KeyDescriptor use="${use}"><ds:KeyInfo><ds:X509Data><ds:X509Certificate>\n${der(cert).replace(/(.{64})/g, '$1\n')}\n</ds:X509Certificate></ds:X509Data></ds:KeyInfo></md:KeyDescriptor>`;
-  const services = (o.bindings ?? ['HTTP-POST', 'HTTP-Redirect'])
-    .map(
-      (b) =>
-        `<md:SingleSignOnService Binding="urn:oasis:names:tc:SAML:2.0:bindings:${b}" Location="${o.location ?? SSO}${b === 'HTTP-POST' ? '/post' : ''}"/>`,
-    )
-    .join('');
-  return [
-    '<?xml version="1.0" encoding="UTF-8"?>',
-    `<md:EntityDescriptor xmlns:md="urn:oasis:names:tc:SAML:2.0:metadata" xmlns:ds="http://www.w3.org/2000/09/xmldsig#" entityID="${o.entityId ?? IDP_ENTITY}">`,
-    '<md:IDPSSODescriptor WantAuthnRequestsSigned="false" protocolSupportEnumeration="urn:oasis:names:tc:SAML:2.0:protocol">',
-    ...(o.certs ?? [idp.cert, rollover.cert]).map((c) => key(c)),
-    o.encryption ? key(attacker.cert, 'encryption') : '',
-    '<md:NameIDFormat>urn:oasis:names:tc:SAML:2.0:nameid-format:persistent</md:NameIDFormat>',
-    services,
-    '</md:IDPSSODescriptor>',
-    '</md:EntityDescriptor>',
-  ].join('\n');
-}
+) =>
+  samlIdpMetadataXml({
+    entityId: o.entityId ?? IDP_ENTITY,
+    ssoUrl: o.location ?? SSO,
+    certificates: o.certs ?? [idp.cert, rollover.cert],
+    ...(o.encryption ? { encryptionCertificates: [attacker.cert] } : {}),
+    ...(o.bindings ? { bindings: o.bindings } : {}),
+  });
 
 t.test('parseIdpMetadata: entity id, the Redirect SSO URL, signing certificates; refusals', async (t) => {
   const meta = parseIdpMetadata(idpMetadata({ encryption: true }));

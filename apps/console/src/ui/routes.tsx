@@ -88,6 +88,13 @@ export const SCREENS: ScreenRoute[] = [
     nav: true,
   },
   {
+    path: '/identity-providers',
+    title: 'Identity providers',
+    component: screen(() => import('./screens/identity-providers.tsx'), 'IdentityProviders'),
+    capability: 'keys.ceremony',
+    nav: true,
+  },
+  {
     path: '/vendor-support',
     title: 'Support',
     component: screen(() => import('./screens/support.tsx'), 'Support'),

@@ -297,7 +297,7 @@ for (const backend of ['sqlite', 'postgres'] as const)
           ['carol-oid', 'patch', 1, 1, 0],
           ['DAVE@example.org', 'delete', 1, 1, 4],
           ['erin@example.org', 'delete', 1, 1, 0],
-          ['[redacted]', 'delete', 1, 1, 0], // the exact subject carries the issuer URL
+          ['oidc:okta:https://acme.okta.com#00ufrank', 'delete', 1, 1, 0], // a subject target is kept whole
           ['00ueve', 'delete', 0, 0, 0],
           ['00ubob', 'patch', 0, 0, 0],
           ['ada@example.org', 'delete', 1, 1, 0],

@@ -2,9 +2,13 @@
  * Sign-in: a passkey (the usual way), a recovery code, or the admin token (exchanged at once for a
  * one-hour token session cookie; the token itself is never stored by the console). Links carrying
  * `#setup=` (the emailed first-owner link) or `#invite=` open the registration form instead.
+ * Identity providers (`GET /admin/oidc/providers`, no session needed) are "Sign in with …" links:
+ * a top-level navigation to the engine's start URL, so its redirects and cookies work as the
+ * browser's own. A sign-in that came back as `?oidc=failed` or `?saml=failed` shows one message,
+ * with no detail (the engine logs the reason).
  */
-import { useQueryClient } from '@tanstack/react-query';
-import { useState } from 'react';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
+import { useEffect, useState } from 'react';
 import { api } from '../api/client.ts';
 import { ErrorBox, Field, Notice } from '../components/ui.tsx';
 import { RecoveryCodesShown } from './recovery-codes.tsx';
@@ -12,6 +16,54 @@ import { WHOAMI_KEY } from './session.tsx';
 import { passkeysSupported, type Registered, registerPasskey, signInWithPasskey } from './webauthn.ts';
 
 type Mode = 'passkey' | 'recovery' | 'token';
+
+/** An identity provider to sign in with (`GET /admin/oidc/providers`). */
+export interface SignInProvider {
+  id: string;
+  kind: 'oidc' | 'saml';
+  displayName: string;
+  startUrl: string;
+}
+
+export const SSO_FAILED_MESSAGE =
+  'Sign-in through your identity provider did not complete. Try again or use a passkey.';
+
+/** True when the page was opened by the engine after a failed identity-provider sign-in. */
+export function ssoFailed(search: string): boolean {
+  const q = new URLSearchParams(search);
+  return q.get('oidc') === 'failed' || q.get('saml') === 'failed';
+}
+
+/** A start URL the engine gave: a path on this origin under /admin/ (never another site). */
+function safeStart(url: string): string | null {
+  return /^\/admin\/(oidc|saml)\/start\/[a-z0-9-]+$/.test(url) ? url : null;
+}
+
+function ProviderButtons() {
+  const providers = useQuery({
+    queryKey: ['sso-providers'],
+    queryFn: () => api.get<{ providers: SignInProvider[] }>('/admin/oidc/providers', { quiet401: true }),
+    // An engine without single sign-on, or one that cannot answer: the other methods still work.
+    retry: false,
+    staleTime: 60_000,
+  });
+  const list = (providers.data?.providers ?? []).filter((p) => safeStart(p.startUrl) !== null);
+  if (list.length === 0) return null;
+  return (
+    <section className="sso" aria-label="Sign in with an identity provider">
+      <ul className="sso-list">
+        {list.map((p) => (
+          <li key={p.id}>
+            <a className="sso-button" href={safeStart(p.startUrl)!}>
+              Sign in with {p.displayName}
+            </a>
+          </li>
+        ))}
+      </ul>
+      <p className="sso-or muted">or</p>
+    </section>
+  );
+}
 
 /** `#invite=<token>&email=<email>` or `#setup=<token>&email=<email>` from a link. */
 export function linkFromHash(
@@ -36,6 +88,12 @@ export function SignIn() {
   const [error, setError] = useState<unknown>(null);
   const [busy, setBusy] = useState(false);
   const [registered, setRegistered] = useState<Registered | null>(null);
+  const [failed] = useState(() => ssoFailed(window.location.search));
+
+  useEffect(() => {
+    // The message stays on screen; a reload or bookmark of this address does not bring it back.
+    if (failed) history.replaceState(null, '', window.location.pathname + window.location.hash);
+  }, [failed]);
 
   const done = async () => {
     history.replaceState(null, '', window.location.pathname);
@@ -107,6 +165,12 @@ export function SignIn() {
     <main className="center">
       <div className="card">
         <h1>Sign in to Coffer</h1>
+        {failed ? (
+          <div className="msg msg-error" role="alert">
+            {SSO_FAILED_MESSAGE}
+          </div>
+        ) : null}
+        <ProviderButtons />
         <div className="tabs" role="tablist" aria-label="Sign-in method">
           {(
             [

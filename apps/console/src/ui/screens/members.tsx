@@ -4,7 +4,7 @@
  * role and end a person's sessions; an owner invites people and sees the owner-action queue. A
  * write the dual-control gate holds answers 202 and is shown as queued for a second owner.
  */
-import { useQuery, useQueryClient } from '@tanstack/react-query';
+import { useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, isQueued } from '../api/client.ts';
 import { can, isOwner, useSignedIn, WHOAMI_KEY, type Whoami } from '../auth/session.tsx';
@@ -12,9 +12,8 @@ import { ErrorBox, Loading, Notice, Page } from '../components/ui.tsx';
 import { ConfirmButton, TableRegion } from './admin/common.tsx';
 import { InviteForm } from './admin/invite.tsx';
 import { OWNER_ACTIONS_KEY, OwnerActions } from './admin/owner-actions.tsx';
+import { useRoles } from './admin/roles.ts';
 import type { AssignAnswer, Member, RemoveAnswer, RolesAnswer } from './admin/types.ts';
-
-export const ROLES_KEY = ['roles'] as const;
 
 /** The roles `who` may hand out: an owner any; others not owner nor a role carrying roles.write. */
 function grantable(who: Whoami, roles: RolesAnswer['roles']): string[] {
@@ -143,7 +142,7 @@ function MemberRow({
 export function Members() {
   const who = useSignedIn();
   const client = useQueryClient();
-  const roles = useQuery({ queryKey: ROLES_KEY, queryFn: () => api.get<RolesAnswer>('/admin/roles') });
+  const roles = useRoles();
   const [message, setMessage] = useState<string | null>(null);
   const writer = can(who, 'roles.write');
   const owner = isOwner(who);

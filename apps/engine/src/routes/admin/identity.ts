@@ -113,14 +113,22 @@ export default async function identityRoutes(app: FastifyInstance): Promise<void
     },
     async (_request, reply) => {
       let members: RoleMember[];
+      let custom: Awaited<ReturnType<typeof app.state.roles.listCustomRoles>>;
       try {
-        members = await roleMembers(app.state);
+        [members, custom] = await Promise.all([roleMembers(app.state), app.state.roles.listCustomRoles()]);
       } catch {
         return sendStateUnavailable(reply);
       }
       return {
         capabilities: [...CAPABILITIES],
         roles: ROLES.map((name) => ({ name, builtIn: true, capabilities: [...ROLE_CAPABILITIES[name]] })),
+        // Custom roles (defined with POST /admin/roles/custom): their base and the capabilities added.
+        customRoles: custom.map((r) => ({
+          name: r.name,
+          base: r.base,
+          capabilities: [...r.capabilities],
+          description: r.description,
+        })),
         members: members.map((m) => ({ subject: m.subject, email: m.email, role: roleName(m.role) })),
       };
     },

@@ -106,6 +106,8 @@ export type AuditVerifyReport = { kind: 'engine-audit-verify'; v: 1; anchored: b
 export interface RolesAnswer {
   capabilities: string[];
   roles: { name: string; builtIn: boolean; capabilities: string[] }[];
+  /** Custom roles: a built-in base plus the capabilities added. */
+  customRoles?: { name: string; base: string; capabilities: string[]; description: string | null }[];
   members: Member[];
 }
 export interface Member {

@@ -7,11 +7,12 @@
  * Creating sends `ifMatchRev: null`, so an existing id is refused instead of overwritten.
  */
 import { useMutation, useQueryClient } from '@tanstack/react-query';
-import { type FormEvent, type ReactNode, useState } from 'react';
+import { type FormEvent, useState } from 'react';
 import { api } from '../../api/client.ts';
 import { messageOf } from '../../api/errors.ts';
 import { can, useSignedIn } from '../../auth/session.tsx';
-import { ErrorBox, Field, formatTime } from '../../components/ui.tsx';
+import { ErrorField } from '../../components/form.tsx';
+import { ErrorBox, formatTime } from '../../components/ui.tsx';
 import {
   changedFields,
   configOf,
@@ -158,48 +159,6 @@ function bodyOf(
   return body;
 }
 
-interface InputProps {
-  id: string;
-  'aria-describedby'?: string;
-  'aria-invalid'?: true;
-}
-
-/** A labelled field that also shows the engine's refusal when it names this field. */
-function JobField({
-  label,
-  hint,
-  error,
-  children,
-}: {
-  label: string;
-  hint?: ReactNode;
-  error: string | undefined;
-  children: (props: InputProps) => ReactNode;
-}) {
-  return (
-    <Field label={label} hint={hint}>
-      {(id, hintId) => {
-        const errId = `${id}-error`;
-        const describedBy = [error ? errId : undefined, hintId].filter(Boolean).join(' ');
-        return (
-          <>
-            {children({
-              id,
-              ...(describedBy ? { 'aria-describedby': describedBy } : {}),
-              ...(error ? { 'aria-invalid': true as const } : {}),
-            })}
-            {error ? (
-              <small id={errId} className="field-error">
-                {error}
-              </small>
-            ) : null}
-          </>
-        );
-      }}
-    </Field>
-  );
-}
-
 interface Conflict {
   precondition: PreconditionRefusal['precondition'];
   message: string;
@@ -289,14 +248,14 @@ export function JobForm({
 
   return (
     <form
-      className="job-form"
+      className="job-form edit-form"
       noValidate
       onSubmit={submit}
       aria-label={mode === 'create' ? 'New job' : 'Edit job'}
     >
       <fieldset>
         <legend>Job</legend>
-        <JobField
+        <ErrorField
           label="ID"
           hint={
             mode === 'create'
@@ -315,11 +274,11 @@ export function JobForm({
               onChange={(e) => set('id', e.target.value)}
             />
           )}
-        </JobField>
-        <JobField label="Name" hint="Optional display name." error={errorFor('name')}>
+        </ErrorField>
+        <ErrorField label="Name" hint="Optional display name." error={errorFor('name')}>
           {(p) => <input {...p} value={form.name} onChange={(e) => set('name', e.target.value)} />}
-        </JobField>
-        <JobField
+        </ErrorField>
+        <ErrorField
           label="Cadence (seconds)"
           hint={`How often it runs: 60 seconds to 366 days.${
             typeof cadence === 'number' && Number.isFinite(cadence)
@@ -336,7 +295,7 @@ export function JobForm({
               onChange={(e) => set('cadence', e.target.value)}
             />
           )}
-        </JobField>
+        </ErrorField>
         <label className="check">
           <input type="checkbox" checked={form.paused} onChange={(e) => set('paused', e.target.checked)} />
           Paused (no scheduled or manual runs)
@@ -345,7 +304,7 @@ export function JobForm({
 
       <fieldset>
         <legend>Source</legend>
-        <JobField label="Source type" error={errorFor('source')}>
+        <ErrorField label="Source type" error={errorFor('source')}>
           {(p) => (
             <select
               {...p}
@@ -358,9 +317,9 @@ export function JobForm({
               <option value="s3">S3 bucket (a configured connection)</option>
             </select>
           )}
-        </JobField>
+        </ErrorField>
         {form.sourceType === 'files' || form.sourceType === 'sqlite' ? (
-          <JobField
+          <ErrorField
             label={form.sourceType === 'files' ? 'Directory path' : 'Database file path'}
             hint="An absolute path on the engine's host."
             error={errorFor('source.path')}
@@ -374,11 +333,11 @@ export function JobForm({
                 onChange={(e) => set('path', e.target.value)}
               />
             )}
-          </JobField>
+          </ErrorField>
         ) : null}
         {form.sourceType === 'files' ? (
           <div className="two-col">
-            <JobField
+            <ErrorField
               label="Include"
               hint="Prefix selectors, one a line (optional)."
               error={errorFor('source.include')}
@@ -386,8 +345,8 @@ export function JobForm({
               {(p) => (
                 <textarea {...p} value={form.include} onChange={(e) => set('include', e.target.value)} />
               )}
-            </JobField>
-            <JobField
+            </ErrorField>
+            <ErrorField
               label="Exclude"
               hint="Prefix selectors, one a line (optional)."
               error={errorFor('source.exclude')}
@@ -395,20 +354,20 @@ export function JobForm({
               {(p) => (
                 <textarea {...p} value={form.exclude} onChange={(e) => set('exclude', e.target.value)} />
               )}
-            </JobField>
+            </ErrorField>
           </div>
         ) : null}
         {form.sourceType === 'sqlite' ? (
-          <JobField
+          <ErrorField
             label="Tables"
             hint="Table names, one a line (optional: all)."
             error={errorFor('source.tables')}
           >
             {(p) => <textarea {...p} value={form.tables} onChange={(e) => set('tables', e.target.value)} />}
-          </JobField>
+          </ErrorField>
         ) : null}
         {needsConnections ? (
-          <JobField
+          <ErrorField
             label="Connection"
             hint={
               connections.data && connectionIds.length === 0
@@ -427,12 +386,12 @@ export function JobForm({
                 ))}
               </select>
             )}
-          </JobField>
+          </ErrorField>
         ) : null}
         <ErrorBox error={connections.error} />
         {form.sourceType === 'redis' ? (
           <div className="two-col">
-            <JobField label="Database number" hint="0 to 1023 (optional)." error={errorFor('source.db')}>
+            <ErrorField label="Database number" hint="0 to 1023 (optional)." error={errorFor('source.db')}>
               {(p) => (
                 <input
                   {...p}
@@ -441,22 +400,22 @@ export function JobForm({
                   onChange={(e) => set('db', e.target.value)}
                 />
               )}
-            </JobField>
-            <JobField label="Key prefix" hint="Optional." error={errorFor('source.keyPrefix')}>
+            </ErrorField>
+            <ErrorField label="Key prefix" hint="Optional." error={errorFor('source.keyPrefix')}>
               {(p) => (
                 <input {...p} value={form.keyPrefix} onChange={(e) => set('keyPrefix', e.target.value)} />
               )}
-            </JobField>
+            </ErrorField>
           </div>
         ) : null}
         {form.sourceType === 's3' ? (
           <div className="two-col">
-            <JobField label="Bucket" error={errorFor('source.bucket')}>
+            <ErrorField label="Bucket" error={errorFor('source.bucket')}>
               {(p) => <input {...p} value={form.bucket} onChange={(e) => set('bucket', e.target.value)} />}
-            </JobField>
-            <JobField label="Prefix" hint="Optional." error={errorFor('source.prefix')}>
+            </ErrorField>
+            <ErrorField label="Prefix" hint="Optional." error={errorFor('source.prefix')}>
               {(p) => <input {...p} value={form.prefix} onChange={(e) => set('prefix', e.target.value)} />}
-            </JobField>
+            </ErrorField>
           </div>
         ) : null}
       </fieldset>
@@ -498,7 +457,7 @@ export function JobForm({
       <fieldset>
         <legend>Retention and limits</legend>
         <div className="two-col">
-          <JobField
+          <ErrorField
             label="Keep last (runs)"
             hint="1 to 100000; empty with Keep days empty keeps every run."
             error={errorFor('retention.keepLast', 'retention')}
@@ -511,8 +470,8 @@ export function JobForm({
                 onChange={(e) => set('keepLast', e.target.value)}
               />
             )}
-          </JobField>
-          <JobField label="Keep days" hint="1 to 36500." error={errorFor('retention.keepDays')}>
+          </ErrorField>
+          <ErrorField label="Keep days" hint="1 to 36500." error={errorFor('retention.keepDays')}>
             {(p) => (
               <input
                 {...p}
@@ -521,8 +480,8 @@ export function JobForm({
                 onChange={(e) => set('keepDays', e.target.value)}
               />
             )}
-          </JobField>
-          <JobField
+          </ErrorField>
+          <ErrorField
             label="Listing cap (entries)"
             hint="Most entries one run may list (default 2,000,000)."
             error={errorFor('maxEntries')}
@@ -535,8 +494,8 @@ export function JobForm({
                 onChange={(e) => set('maxEntries', e.target.value)}
               />
             )}
-          </JobField>
-          <JobField
+          </ErrorField>
+          <ErrorField
             label="Restore-test cadence (seconds)"
             hint={
               mayChangeRestoreTest
@@ -554,7 +513,7 @@ export function JobForm({
                 onChange={(e) => set('restoreTest', e.target.value)}
               />
             )}
-          </JobField>
+          </ErrorField>
         </div>
         <label className="check">
           <input

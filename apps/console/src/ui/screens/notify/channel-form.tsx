@@ -9,18 +9,10 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useEffect, useId, useRef, useState } from 'react';
 import { api } from '../../api/client.ts';
-import { messageOf } from '../../api/errors.ts';
 import { isOwner, useSignedIn } from '../../auth/session.tsx';
+import { ErrorField, errorsAt, SecretInput, secretBody, splitList } from '../../components/form.tsx';
 import { ErrorBox } from '../../components/ui.tsx';
-import { NotifyField, splitList } from './fields.tsx';
-import {
-  type ChannelKind,
-  type ChannelView,
-  type CreateChannelAnswer,
-  fieldOfError,
-  KINDS,
-  NOTIFY_KEY,
-} from './types.ts';
+import { type ChannelKind, type ChannelView, type CreateChannelAnswer, KINDS, NOTIFY_KEY } from './types.ts';
 
 interface FormState {
   kind: ChannelKind;
@@ -91,8 +83,8 @@ function bodyOf(f: FormState, editing: ChannelView | undefined, owner: boolean):
   if (show.routingKey && f.routingKey !== '') body.routingKey = f.routingKey;
   if (show.apiKey && f.apiKey !== '') body.apiKey = f.apiKey;
   if (show.signingSecret) {
-    if (f.removeSigningSecret) body.signingSecret = null;
-    else if (f.signingSecret !== '') body.signingSecret = f.signingSecret;
+    const secret = secretBody(f.signingSecret, f.removeSigningSecret);
+    if (secret.set) body.signingSecret = secret.value;
   }
   return body;
 }
@@ -132,8 +124,7 @@ export function ChannelForm({
       onSaved(answer);
     },
   });
-  const errorField = fieldOfError(save.error);
-  const errorAt = (field: string) => (errorField === field ? messageOf(save.error) : undefined);
+  const errorAt = errorsAt(save.error);
 
   const submit = (e: FormEvent) => {
     e.preventDefault();
@@ -143,7 +134,7 @@ export function ChannelForm({
   const kept = editing ? 'Leave blank to keep the one stored.' : undefined;
 
   return (
-    <section className="panel notify-form" aria-labelledby={headingId}>
+    <section className="panel edit-form" aria-labelledby={headingId}>
       <h2 id={headingId} ref={headingRef} tabIndex={-1}>
         {title}
       </h2>
@@ -153,8 +144,8 @@ export function ChannelForm({
         </p>
       ) : null}
       <form onSubmit={submit} noValidate>
-        <div className="notify-two-col">
-          <NotifyField
+        <div className="two-col">
+          <ErrorField
             label="Kind"
             error={errorAt('kind')}
             hint={editing ? 'The kind of a channel cannot change.' : undefined}
@@ -173,8 +164,8 @@ export function ChannelForm({
                 ))}
               </select>
             )}
-          </NotifyField>
-          <NotifyField label="Name" error={errorAt('name')} hint="1 to 100 characters; defaults to the kind.">
+          </ErrorField>
+          <ErrorField label="Name" error={errorAt('name')} hint="1 to 100 characters; defaults to the kind.">
             {(p) => (
               <input
                 {...p}
@@ -184,11 +175,11 @@ export function ChannelForm({
                 onChange={(e) => set('name', e.target.value)}
               />
             )}
-          </NotifyField>
+          </ErrorField>
         </div>
 
         {form.kind === 'chat-connector' ? (
-          <fieldset className="notify-fieldset">
+          <fieldset className="fieldset">
             <legend>Send to</legend>
             <label className="check">
               <input
@@ -212,7 +203,7 @@ export function ChannelForm({
         ) : null}
 
         {show.url ? (
-          <NotifyField
+          <ErrorField
             label="URL"
             error={errorAt('url')}
             hint={
@@ -232,10 +223,10 @@ export function ChannelForm({
                 onChange={(e) => set('url', e.target.value)}
               />
             )}
-          </NotifyField>
+          </ErrorField>
         ) : null}
         {show.toAddresses ? (
-          <NotifyField
+          <ErrorField
             label="Email addresses"
             error={errorAt('toAddresses')}
             hint="One per line or separated by commas; at most 20."
@@ -249,10 +240,10 @@ export function ChannelForm({
                 onChange={(e) => set('toAddresses', e.target.value)}
               />
             )}
-          </NotifyField>
+          </ErrorField>
         ) : null}
         {show.username ? (
-          <NotifyField label="User name" error={errorAt('username')} hint="The HTTP Basic user; no colon.">
+          <ErrorField label="User name" error={errorAt('username')} hint="The HTTP Basic user; no colon.">
             {(p) => (
               <input
                 {...p}
@@ -261,10 +252,10 @@ export function ChannelForm({
                 onChange={(e) => set('username', e.target.value)}
               />
             )}
-          </NotifyField>
+          </ErrorField>
         ) : null}
         {show.routingKey ? (
-          <NotifyField
+          <ErrorField
             label="Routing key"
             error={errorAt('routingKey')}
             hint={
@@ -280,10 +271,10 @@ export function ChannelForm({
                 onChange={(e) => set('routingKey', e.target.value)}
               />
             )}
-          </NotifyField>
+          </ErrorField>
         ) : null}
         {show.apiKey ? (
-          <NotifyField
+          <ErrorField
             label={form.kind === 'itsm-event' ? 'Password (API key)' : 'API key'}
             error={errorAt('apiKey')}
             hint={
@@ -299,41 +290,22 @@ export function ChannelForm({
                 onChange={(e) => set('apiKey', e.target.value)}
               />
             )}
-          </NotifyField>
+          </ErrorField>
         ) : null}
         {show.signingSecret ? (
-          <>
-            <NotifyField
-              label="Signing secret (optional)"
-              error={errorAt('signingSecret')}
-              hint={
-                editing?.signingSecret
-                  ? `A signing secret is set. ${kept}`
-                  : '16 to 1024 characters. Requests then carry x-coffer-signature (HMAC-SHA256) the receiver can verify.'
-              }
-            >
-              {(p) => (
-                <input
-                  {...p}
-                  type="password"
-                  autoComplete="new-password"
-                  value={form.signingSecret}
-                  disabled={form.removeSigningSecret}
-                  onChange={(e) => set('signingSecret', e.target.value)}
-                />
-              )}
-            </NotifyField>
-            {editing?.signingSecret ? (
-              <label className="check">
-                <input
-                  type="checkbox"
-                  checked={form.removeSigningSecret}
-                  onChange={(e) => set('removeSigningSecret', e.target.checked)}
-                />
-                Remove the signing secret (send unsigned)
-              </label>
-            ) : null}
-          </>
+          <SecretInput
+            label="Signing secret (optional)"
+            isSet={!!editing?.signingSecret}
+            setText="A signing secret is set."
+            editing={editing !== undefined}
+            value={form.signingSecret}
+            clear={form.removeSigningSecret}
+            error={errorAt('signingSecret')}
+            newHint="16 to 1024 characters. Requests then carry x-coffer-signature (HMAC-SHA256) the receiver can verify."
+            clearLabel="Remove the signing secret (send unsigned)"
+            onChange={(v) => set('signingSecret', v)}
+            onClear={(v) => set('removeSigningSecret', v)}
+          />
         ) : null}
 
         <label className="check">
@@ -357,7 +329,7 @@ export function ChannelForm({
               internal services. https, the no-credentials rule and the preview-domain block still apply.
             </p>
             {errorAt('allowPrivateTarget') ? (
-              <small className="notify-field-error">{errorAt('allowPrivateTarget')}</small>
+              <small className="field-error">{errorAt('allowPrivateTarget')}</small>
             ) : null}
           </div>
         ) : null}

@@ -4,17 +4,15 @@
  * The engine's 400 `{ error, code, field }` is shown by the field it names.
  */
 import { useMutation, useQueryClient } from '@tanstack/react-query';
-import { type FormEvent, type ReactNode, useEffect, useId, useRef, useState } from 'react';
+import { type FormEvent, useEffect, useId, useRef, useState } from 'react';
 import { api } from '../../api/client.ts';
-import { messageOf } from '../../api/errors.ts';
+import { ErrorField, ErrorFieldset, errorsAt } from '../../components/form.tsx';
 import { ErrorBox } from '../../components/ui.tsx';
 import { useJobs } from '../jobs/model.ts';
-import { NotifyField } from './fields.tsx';
 import {
   type ChannelView,
   type Digest,
   EVENT_CLASS_TITLES,
-  fieldOfError,
   NOTIFY_KEY,
   RULE_EVENTS,
   type Rule,
@@ -43,34 +41,6 @@ function stateOf(r: Rule | undefined, channels: ChannelView[]): FormState {
 }
 
 const CLASSES = Object.keys(EVENT_CLASS_TITLES) as (keyof typeof EVENT_CLASS_TITLES)[];
-
-/** A group of checkboxes with a legend, marked invalid (with the engine's message) as one. */
-function CheckGroup({
-  legend,
-  error,
-  children,
-}: {
-  legend: string;
-  error: string | undefined;
-  children: ReactNode;
-}) {
-  const errId = useId();
-  return (
-    <fieldset
-      className="notify-fieldset"
-      aria-describedby={error ? errId : undefined}
-      aria-invalid={error ? true : undefined}
-    >
-      <legend>{legend}</legend>
-      {children}
-      {error ? (
-        <small id={errId} className="notify-field-error">
-          {error}
-        </small>
-      ) : null}
-    </fieldset>
-  );
-}
 
 export function RuleForm({
   editing,
@@ -107,8 +77,7 @@ export function RuleForm({
       onSaved(rule);
     },
   });
-  const errorField = fieldOfError(save.error);
-  const errorAt = (field: string) => (errorField === field ? messageOf(save.error) : undefined);
+  const errorAt = errorsAt(save.error);
 
   const submit = (e: FormEvent) => {
     e.preventDefault();
@@ -128,13 +97,13 @@ export function RuleForm({
     jobIds.push({ id: form.scope, name: undefined });
 
   return (
-    <section className="panel notify-form" aria-labelledby={headingId}>
+    <section className="panel edit-form" aria-labelledby={headingId}>
       <h2 id={headingId} ref={headingRef} tabIndex={-1}>
         {editing ? `Edit rule ${editing.id}` : 'Add a rule'}
       </h2>
       <form onSubmit={submit} noValidate>
-        <div className="notify-two-col">
-          <NotifyField
+        <div className="two-col">
+          <ErrorField
             label="Scope"
             error={errorAt('scope')}
             hint="A rule for one job that selects an event sets the global rules aside for that event on that job."
@@ -149,8 +118,8 @@ export function RuleForm({
                 ))}
               </select>
             )}
-          </NotifyField>
-          <NotifyField label="Minimum severity" error={errorAt('minSeverity')}>
+          </ErrorField>
+          <ErrorField label="Minimum severity" error={errorAt('minSeverity')}>
             {(p) => (
               <select
                 {...p}
@@ -164,8 +133,8 @@ export function RuleForm({
                 ))}
               </select>
             )}
-          </NotifyField>
-          <NotifyField
+          </ErrorField>
+          <ErrorField
             label="Digest"
             error={errorAt('digest')}
             hint="Batches success events into one summary per channel (daily at 08:00 UTC, weekly on Mondays). Problems are always sent at once."
@@ -177,10 +146,10 @@ export function RuleForm({
                 <option value="weekly">weekly</option>
               </select>
             )}
-          </NotifyField>
+          </ErrorField>
         </div>
 
-        <CheckGroup legend="Channels" error={errorAt('channelIds')}>
+        <ErrorFieldset legend="Channels" error={errorAt('channelIds')}>
           {channels.length === 0 ? <p className="muted">Add a channel first.</p> : null}
           <div className="notify-checks">
             {channels.map((c) => (
@@ -204,9 +173,9 @@ export function RuleForm({
                 </label>
               ))}
           </div>
-        </CheckGroup>
+        </ErrorFieldset>
 
-        <CheckGroup legend="Events" error={errorAt('events')}>
+        <ErrorFieldset legend="Events" error={errorAt('events')}>
           <label className="check">
             <input
               type="radio"
@@ -228,7 +197,7 @@ export function RuleForm({
           {form.allEvents
             ? null
             : CLASSES.map((cls) => (
-                <fieldset key={cls} className="notify-fieldset notify-events">
+                <fieldset key={cls} className="fieldset notify-events">
                   <legend>{EVENT_CLASS_TITLES[cls]}</legend>
                   <div className="notify-checks">
                     {RULE_EVENTS.filter((e) => e.class === cls).map((e) => (
@@ -246,7 +215,7 @@ export function RuleForm({
                   </div>
                 </fieldset>
               ))}
-        </CheckGroup>
+        </ErrorFieldset>
 
         <ErrorBox error={jobs.error} />
         <ErrorBox error={save.error} />

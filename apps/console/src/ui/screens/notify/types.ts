@@ -193,13 +193,6 @@ export interface CreateChannelAnswer {
 export const NOTIFY_KEY = ['notify', 'channels'] as const;
 export const HISTORY_KEY = ['notify', 'history'] as const;
 
-/** The input field a notify 400 names (`{ error, code, field? }`), when it names one. */
-export function fieldOfError(err: unknown): string | undefined {
-  if (!(err instanceof ApiError) || err.status !== 400) return undefined;
-  const body = err.body as { field?: unknown } | undefined;
-  return typeof body?.field === 'string' && body.field !== '' ? body.field : undefined;
-}
-
 /** A notify error code (`ERR_NOTIFY_...`) from a 400 body. */
 export function codeOfError(err: unknown): string | undefined {
   if (!(err instanceof ApiError)) return undefined;
