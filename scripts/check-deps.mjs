@@ -65,6 +65,7 @@ const engineRooms = {
   root: '*',
   routes: [
     'plugins',
+    'updates',
     'sso',
     'notify',
     'restores',
@@ -80,6 +81,7 @@ const engineRooms = {
     'foundation',
   ],
   plugins: [
+    'updates',
     'sso',
     'notify',
     'restores',
@@ -101,6 +103,8 @@ const engineRooms = {
   notify: ['state', 'foundation'],
   // Single sign-on: identity-provider connections over the settings store, @coffer/identity's protocols.
   sso: ['foundation'],
+  // The update lifecycle: @coffer/update's machine over the state store's update_state table.
+  updates: ['state', 'foundation'],
   runs: ['jobs', 'tasks', 'connections', 'state', 'foundation'],
   jobs: ['connections', 'foundation'],
   audit: ['auth', 'state', 'foundation'],

@@ -30,9 +30,9 @@ import { startTestOidcProvider } from '@coffer/testkit/oidc';
 import type { Page } from 'playwright-core';
 import t, { type Test } from 'tap';
 import { loopbackOnly, signInAtProvider } from './helpers/oidc-provider.ts';
+import { confirmStepUps, noSidewaysScroll, openScreen } from './helpers/screens.ts';
 import {
   assertAccessible,
-  type Persona,
   registerInPage,
   screenshot,
   signInFirstOwner,
@@ -53,28 +53,6 @@ interface EngineState {
       }): Promise<unknown>;
     };
   };
-}
-
-/** Confirms the step-up prompt with the virtual passkey whenever it opens (the write then goes on). */
-async function confirmStepUps(page: Page): Promise<void> {
-  const dialog = page.getByRole('dialog', { name: 'Confirm it is you' });
-  await page.addLocatorHandler(dialog, async () => {
-    await dialog.getByRole('button', { name: 'Confirm with passkey' }).click();
-    await dialog.waitFor({ state: 'hidden' });
-  });
-}
-
-async function openScreen(persona: Persona): Promise<void> {
-  const { page } = persona;
-  await page
-    .getByRole('navigation', { name: 'Main' })
-    .getByRole('link', { name: 'Identity providers', exact: true })
-    .click();
-  await page.getByRole('heading', { level: 1, name: 'Identity providers' }).waitFor();
-}
-
-async function noSidewaysScroll(page: Page): Promise<boolean> {
-  return page.evaluate(() => document.documentElement.scrollWidth <= document.documentElement.clientWidth);
 }
 
 async function whoami(page: Page): Promise<{ status: number; body: Record<string, unknown> }> {
@@ -126,7 +104,7 @@ t.test('identity providers: the screen, OIDC sign-in through the browser, failur
   await confirmStepUps(page);
 
   await t.test('add a connection: field errors, role picker, write-only secret, test', async (t) => {
-    await openScreen(owner);
+    await openScreen(owner, 'Identity providers');
     await page.getByText('No connections yet').waitFor();
     await assertAccessible(t, page, 'identity providers (empty)');
 
@@ -328,7 +306,7 @@ t.test('identity providers: the screen, OIDC sign-in through the browser, failur
     await page.getByLabel('Email').fill(OWNER);
     await page.getByRole('button', { name: 'Sign in with passkey' }).click();
     await page.getByRole('button', { name: 'Sign out' }).waitFor();
-    await openScreen(owner);
+    await openScreen(owner, 'Identity providers');
     const card = page.getByRole('article', { name: 'Acme Single Sign-On' });
     await card.getByRole('button', { name: 'Disable Acme Single Sign-On' }).click();
     await page.getByRole('status').filter({ hasText: 'is disabled.' }).waitFor();

@@ -24,11 +24,10 @@ import { createServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { makeTestPki, tempDir } from '@coffer/testkit';
-import type { Page } from 'playwright-core';
 import t from 'tap';
+import { confirmStepUps, noSidewaysScroll, openScreen } from './helpers/screens.ts';
 import {
   assertAccessible,
-  type Persona,
   registerInPage,
   screenshot,
   signInFirstOwner,
@@ -92,28 +91,6 @@ async function until<T>(what: string, fn: () => T | undefined, ms = 30_000): Pro
   }
 }
 
-/** Confirms the step-up prompt with the virtual passkey whenever it opens (the write then goes on). */
-async function confirmStepUps(page: Page): Promise<void> {
-  const dialog = page.getByRole('dialog', { name: 'Confirm it is you' });
-  await page.addLocatorHandler(dialog, async () => {
-    await dialog.getByRole('button', { name: 'Confirm with passkey' }).click();
-    await dialog.waitFor({ state: 'hidden' });
-  });
-}
-
-async function openNotifications(persona: Persona): Promise<void> {
-  const { page } = persona;
-  await page
-    .getByRole('navigation', { name: 'Main' })
-    .getByRole('link', { name: 'Notifications', exact: true })
-    .click();
-  await page.getByRole('heading', { level: 1, name: 'Notifications' }).waitFor();
-}
-
-async function noSidewaysScroll(page: Page): Promise<boolean> {
-  return page.evaluate(() => document.documentElement.scrollWidth <= document.documentElement.clientWidth);
-}
-
 t.test('notifications screen', async (t) => {
   const root = tempDir(t, 'coffer-console-notify-');
   const pki = makeTestPki(root, { caName: 'coffer console test CA' });
@@ -125,7 +102,7 @@ t.test('notifications screen', async (t) => {
   await confirmStepUps(page);
   const engineChannels = async () => (await stack.admin('GET', '/admin/notify/channels')).body;
 
-  await openNotifications(owner);
+  await openScreen(owner, 'Notifications');
   await page.getByText('No channels yet.').waitFor();
   await assertAccessible(t, page, 'notifications (empty)');
 
@@ -351,7 +328,7 @@ t.test('notifications screen', async (t) => {
     return persona;
   };
   const operator = await invite('operator@example.org', 'operator');
-  await openNotifications(operator);
+  await openScreen(operator, 'Notifications');
   const op = operator.page;
   await op
     .getByRole('table', { name: 'Notification channels' })

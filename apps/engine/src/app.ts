@@ -39,6 +39,7 @@ import restoresPlugin from './plugins/restores.ts';
 import runsPlugin, { type RunsPluginOptions } from './plugins/runs.ts';
 import ssoPlugin from './plugins/sso.ts';
 import stepUpPlugin from './plugins/step-up.ts';
+import updatesPlugin, { type UpdatesPluginOptions } from './plugins/updates.ts';
 import adminFamily from './routes/admin/index.ts';
 import demoRoutes from './routes/demo/index.ts';
 import pullRoutes from './routes/pull/index.ts';
@@ -72,6 +73,8 @@ export interface BuildAppOptions {
   restore?: { now?: () => Date };
   /** Notification delivery tuning (tests: a short timeout and backoff); never from the environment. */
   notify?: NotifyPluginOptions;
+  /** Update lifecycle overrides (tests: the running engine version, a clock); never from the environment. */
+  updates?: UpdatesPluginOptions;
 }
 
 export const REDACT_PATHS = [
@@ -160,6 +163,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   await app.register(runsPlugin, options.runs ?? {});
   await app.register(notifyPlugin, options.notify ?? {});
   await app.register(ssoPlugin);
+  await app.register(updatesPlugin, options.updates ?? {});
   for (const warning of keys.warnings) app.log.warn({ keys: 'warning' }, warning);
   if (keys.missing.length > 0) {
     app.log.warn(

@@ -84,6 +84,24 @@ export interface EngineConfig {
    * (default PagerDuty's), an https URL.
    */
   notify: { ca: string | undefined; incidentUrl: string | undefined };
+  /**
+   * The update channel (docs/updates.md): undefined when ENGINE_UPDATE_CHANNEL is unset.
+   * `channel` is an https URL without credentials or an absolute local path (a channel file or a
+   * directory holding `channel.json`, for air-gapped sites); `signerPublicKey` the pinned hybrid
+   * signer's public key file text (ENGINE_UPDATE_SIGNER_PUBLIC_KEY_FILE, required with a channel);
+   * `ca` PEM certificates trusted instead of the system roots (ENGINE_UPDATE_CA_FILE); `deployer`
+   * (ENGINE_UPDATE_DEPLOYER) `directory` (default: releases under `<data dir>/releases/`) or
+   * `container` (the orchestrator swaps the image ENGINE_UPDATE_IMAGE names).
+   */
+  update:
+    | {
+        channel: string;
+        signerPublicKey: { path: string; text: string };
+        ca: string | undefined;
+        deployer: 'directory' | 'container';
+        image: string | undefined;
+      }
+    | undefined;
 }
 
 type Env = Record<string, string | undefined>;
@@ -304,6 +322,63 @@ function notifyConfig(env: Env, cwd: string): EngineConfig['notify'] {
   return { ca, incidentUrl };
 }
 
+const IMAGE = /^[a-z0-9][a-z0-9._/:-]{0,254}$/;
+
+function pemFile(env: Env, name: string, cwd: string): string | undefined {
+  const file = str(env, name);
+  if (file === undefined) return undefined;
+  const text = readable(name, resolve(cwd, file));
+  if (!text.includes('-----BEGIN CERTIFICATE-----'))
+    throw new ConfigError(name, 'must hold PEM certificates');
+  return text;
+}
+
+function updateConfig(env: Env, cwd: string): EngineConfig['update'] {
+  const channel = str(env, 'ENGINE_UPDATE_CHANNEL');
+  const keyFile = str(env, 'ENGINE_UPDATE_SIGNER_PUBLIC_KEY_FILE');
+  const ca = pemFile(env, 'ENGINE_UPDATE_CA_FILE', cwd);
+  const deployer = (str(env, 'ENGINE_UPDATE_DEPLOYER') ?? 'directory').toLowerCase();
+  if (deployer !== 'directory' && deployer !== 'container')
+    throw new ConfigError('ENGINE_UPDATE_DEPLOYER', 'must be directory or container');
+  const image = str(env, 'ENGINE_UPDATE_IMAGE');
+  if (image !== undefined && (!IMAGE.test(image) || image.includes('@')))
+    throw new ConfigError(
+      'ENGINE_UPDATE_IMAGE',
+      'must be an image repository such as ghcr.io/acme/coffer-engine',
+    );
+  if (channel === undefined) {
+    if (keyFile !== undefined)
+      throw new ConfigError('ENGINE_UPDATE_SIGNER_PUBLIC_KEY_FILE', 'is set without ENGINE_UPDATE_CHANNEL');
+    return undefined;
+  }
+  let location: string;
+  if (/^[a-z][a-z0-9+.-]*:/i.test(channel) && !/^[a-z]:[\\/]/i.test(channel)) {
+    let u: URL;
+    try {
+      u = new URL(channel);
+    } catch {
+      throw new ConfigError('ENGINE_UPDATE_CHANNEL', 'must be an https URL or an absolute path');
+    }
+    if (u.protocol !== 'https:' || u.username !== '' || u.password !== '')
+      throw new ConfigError(
+        'ENGINE_UPDATE_CHANNEL',
+        'must be an https URL without credentials, or an absolute local path',
+      );
+    location = u.href;
+  } else {
+    if (!isAbsolute(channel))
+      throw new ConfigError('ENGINE_UPDATE_CHANNEL', 'a local channel must be an absolute path');
+    location = resolve(channel);
+  }
+  if (keyFile === undefined)
+    throw new ConfigError('ENGINE_UPDATE_SIGNER_PUBLIC_KEY_FILE', 'must be set with ENGINE_UPDATE_CHANNEL');
+  const path = resolve(cwd, keyFile);
+  const text = readable('ENGINE_UPDATE_SIGNER_PUBLIC_KEY_FILE', path);
+  if (!/BEGIN /.test(text) || /SECRET|PRIVATE/i.test(text))
+    throw new ConfigError('ENGINE_UPDATE_SIGNER_PUBLIC_KEY_FILE', 'must hold a signer PUBLIC key file');
+  return { channel: location, signerPublicKey: { path, text }, ca, deployer, image };
+}
+
 function firstOwnerEmail(env: Env): string | undefined {
   const v = str(env, 'ENGINE_FIRST_OWNER_EMAIL');
   if (v === undefined) return undefined;
@@ -394,6 +469,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     mail: mail(env),
     firstOwnerEmail: firstOwnerEmail(env),
     notify: notifyConfig(env, cwd),
+    update: updateConfig(env, cwd),
     sessionTtl: {
       person: seconds(env, 'ENGINE_SESSION_TTL_SECONDS', 8 * 3600, 60, 7 * 86_400),
       token: seconds(env, 'ENGINE_TOKEN_SESSION_TTL_SECONDS', 3600, 60, 7 * 86_400),
@@ -439,4 +515,9 @@ export const CONFIG_VARIABLES = [
   'ENGINE_FIRST_OWNER_EMAIL',
   'ENGINE_NOTIFY_CA_FILE',
   'ENGINE_NOTIFY_INCIDENT_URL',
+  'ENGINE_UPDATE_CHANNEL',
+  'ENGINE_UPDATE_SIGNER_PUBLIC_KEY_FILE',
+  'ENGINE_UPDATE_CA_FILE',
+  'ENGINE_UPDATE_DEPLOYER',
+  'ENGINE_UPDATE_IMAGE',
 ] as const;

@@ -7,6 +7,7 @@
  */
 
 export { chromiumPath } from './chromium.ts';
+export { type HttpsRoute, type HttpsRouteServer, startHttpsRouteServer } from './https-routes.ts';
 export { markdownCells, markdownTable } from './markdown.ts';
 export { makeTestPki, type TestPki } from './pki.ts';
 export * from './postgres.ts';

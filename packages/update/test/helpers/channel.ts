@@ -1,10 +1,7 @@
 // Real signed channel documents and a real https channel server on 127.0.0.1 under a test CA.
 import { createHash } from 'node:crypto';
-import { once } from 'node:events';
-import { createServer, type Server } from 'node:https';
-import type { AddressInfo } from 'node:net';
 import { generateSigner } from '@coffer/crypto';
-import { makeTestPki, type TestPki } from '@coffer/testkit';
+import { type HttpsRoute, type HttpsRouteServer, startHttpsRouteServer } from '@coffer/testkit';
 import type { ChannelDocument, ChannelTrust } from '../../src/index.ts';
 import { signChannel } from '../../src/index.ts';
 
@@ -76,17 +73,11 @@ export function signed(doc: ChannelDocument, secretKey = signer.secretKey): Uint
   return signChannel(doc, secretKey);
 }
 
-export type Route =
-  | { body: Uint8Array; contentLength?: number | 'omit'; status?: number }
-  | { redirect: string; status?: number };
+export type Route = HttpsRoute;
 
-export interface ChannelServer {
+export interface ChannelServer extends HttpsRouteServer {
+  /** The channel document's URL: `<origin>/stable/channel.json`. */
   url: string;
-  origin: string;
-  pki: TestPki;
-  routes: Map<string, Route>;
-  hits: string[];
-  server: Server;
 }
 
 /** An https server on 127.0.0.1 serving `routes` (path -> route); counts the paths it was asked. */
@@ -94,40 +85,6 @@ export async function channelServer(
   t: { teardown(fn: () => unknown): void },
   dir: string,
 ): Promise<ChannelServer> {
-  const pki = makeTestPki(dir);
-  const routes = new Map<string, Route>();
-  const hits: string[] = [];
-  const server = createServer({ cert: pki.cert, key: pki.key }, (req, res) => {
-    const path = (req.url ?? '/').split('?')[0]!;
-    hits.push(path);
-    const r = routes.get(path);
-    if (!r) {
-      res.writeHead(404).end();
-      return;
-    }
-    if ('redirect' in r) {
-      res.writeHead(r.status ?? 302, { location: r.redirect }).end();
-      return;
-    }
-    const headers: Record<string, string | number> = { 'content-type': 'application/octet-stream' };
-    if (r.contentLength !== 'omit') headers['content-length'] = r.contentLength ?? r.body.length;
-    else headers['transfer-encoding'] = 'chunked';
-    res.writeHead(r.status ?? 200, headers);
-    if (typeof r.contentLength === 'number' && r.contentLength !== r.body.length) {
-      // A lying Content-Length: send what we have and cut the connection.
-      res.write(r.body.subarray(0, Math.min(r.body.length, r.contentLength)));
-      res.destroy();
-      return;
-    }
-    res.end(r.body);
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  t.teardown(() => {
-    server.closeAllConnections();
-    server.close();
-  });
-  const port = (server.address() as AddressInfo).port;
-  const origin = `https://127.0.0.1:${port}`;
-  return { url: `${origin}/stable/channel.json`, origin, pki, routes, hits, server };
+  const srv = await startHttpsRouteServer(t, dir);
+  return { ...srv, url: `${srv.origin}/stable/channel.json` };
 }

@@ -10,7 +10,7 @@
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useState } from 'react';
 import { api } from '../api/client.ts';
-import { ErrorBox, Field, Notice } from '../components/ui.tsx';
+import { ErrorBox, Field, Notice, useRunner } from '../components/ui.tsx';
 import { RecoveryCodesShown } from './recovery-codes.tsx';
 import { WHOAMI_KEY } from './session.tsx';
 import { passkeysSupported, type Registered, registerPasskey, signInWithPasskey } from './webauthn.ts';
@@ -85,8 +85,7 @@ export function SignIn() {
   const [email, setEmail] = useState(link?.email ?? '');
   const [code, setCode] = useState('');
   const [token, setToken] = useState('');
-  const [error, setError] = useState<unknown>(null);
-  const [busy, setBusy] = useState(false);
+  const { busy, error, setError, run } = useRunner();
   const [registered, setRegistered] = useState<Registered | null>(null);
   const [failed] = useState(() => ssoFailed(window.location.search));
 
@@ -98,18 +97,6 @@ export function SignIn() {
   const done = async () => {
     history.replaceState(null, '', window.location.pathname);
     await client.invalidateQueries({ queryKey: WHOAMI_KEY });
-  };
-
-  const run = async (fn: () => Promise<unknown>) => {
-    setBusy(true);
-    setError(null);
-    try {
-      await fn();
-    } catch (err) {
-      setError(err);
-    } finally {
-      setBusy(false);
-    }
   };
 
   if (registered)
@@ -154,7 +141,7 @@ export function SignIn() {
             )}
           </Field>
           <ErrorBox error={error} />
-          <button type="submit" className="primary" disabled={busy}>
+          <button type="submit" className="primary" disabled={busy !== null}>
             Create passkey
           </button>
         </form>
@@ -220,7 +207,7 @@ export function SignIn() {
               )}
             </Field>
             <ErrorBox error={error} />
-            <button type="submit" className="primary" disabled={busy}>
+            <button type="submit" className="primary" disabled={busy !== null}>
               Sign in with passkey
             </button>
           </form>
@@ -266,7 +253,7 @@ export function SignIn() {
               )}
             </Field>
             <ErrorBox error={error} />
-            <button type="submit" className="primary" disabled={busy}>
+            <button type="submit" className="primary" disabled={busy !== null}>
               Sign in with recovery code
             </button>
           </form>
@@ -302,7 +289,7 @@ export function SignIn() {
               )}
             </Field>
             <ErrorBox error={error} />
-            <button type="submit" className="primary" disabled={busy}>
+            <button type="submit" className="primary" disabled={busy !== null}>
               Sign in with admin token
             </button>
           </form>

@@ -1,4 +1,7 @@
-/** Small shared pieces: page frame, messages, fields, buttons, a copy button, a modal dialog. */
+/**
+ * Small shared pieces: page frame, messages, fields, buttons, a copy button, a modal dialog, a runner
+ * for buttons that share a busy state.
+ */
 import { type ReactNode, useEffect, useId, useRef, useState } from 'react';
 import { messageOf } from '../api/errors.ts';
 
@@ -23,6 +26,27 @@ export function Page({
       {children}
     </section>
   );
+}
+
+/**
+ * Runs async actions one at a time for buttons that share a state: `busy` names the action under
+ * way (null when none), `error` is what the last one threw; `run` clears the error first.
+ */
+export function useRunner<K extends string = 'busy'>() {
+  const [busy, setBusy] = useState<K | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  const run = async (fn: () => Promise<unknown>, what = 'busy' as K) => {
+    setBusy(what);
+    setError(null);
+    try {
+      await fn();
+    } catch (err) {
+      setError(err);
+    } finally {
+      setBusy(null);
+    }
+  };
+  return { busy, error, setError, run };
 }
 
 /** An error from the engine (or the network) as a message people can act on. */

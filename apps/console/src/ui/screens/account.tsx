@@ -9,7 +9,7 @@ import { api, setCsrfToken } from '../api/client.ts';
 import { RecoveryCodesShown } from '../auth/recovery-codes.tsx';
 import { useSignedIn, WHOAMI_KEY } from '../auth/session.tsx';
 import { registerPasskey } from '../auth/webauthn.ts';
-import { ErrorBox, formatTime, Notice, Page } from '../components/ui.tsx';
+import { ErrorBox, formatTime, Notice, Page, useRunner } from '../components/ui.tsx';
 import { ConfirmButton, TableRegion } from './admin/common.tsx';
 import type { RegenerateAnswer, TerminateOthersAnswer } from './admin/types.ts';
 
@@ -46,21 +46,13 @@ function Passkeys({ email }: { email: string }) {
   const signedOut = useSignOutHere();
   const [codes, setCodes] = useState<string[] | null>(null);
   const [list, setList] = useState<PasskeyRef[] | null>(null);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>(null);
+  const runner = useRunner();
+  const busy = runner.busy !== null;
   const [message, setMessage] = useState<string | null>(null);
 
-  const run = async (fn: () => Promise<void>) => {
-    setBusy(true);
-    setError(null);
+  const run = (fn: () => Promise<void>) => {
     setMessage(null);
-    try {
-      await fn();
-    } catch (err) {
-      setError(err);
-    } finally {
-      setBusy(false);
-    }
+    return runner.run(fn);
   };
 
   return (
@@ -113,7 +105,7 @@ function Passkeys({ email }: { email: string }) {
           </div>
         </>
       )}
-      <ErrorBox error={error} />
+      <ErrorBox error={runner.error} />
       {message ? <Notice kind="ok">{message}</Notice> : null}
       {list && !codes ? (
         list.length === 0 ? (

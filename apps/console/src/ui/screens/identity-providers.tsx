@@ -5,15 +5,14 @@
  * client asks for in place, and carry the CSRF header like every other write.
  */
 import { useQuery } from '@tanstack/react-query';
-import { useId, useState } from 'react';
+import { useState } from 'react';
 import { api } from '../api/client.ts';
+import { editorKey, editorProps, ListSection, useEditor } from '../components/list.tsx';
 import { ErrorBox, Loading, Notice, Page } from '../components/ui.tsx';
 import { ConnectionForm } from './idp/connection-form.tsx';
 import { ConnectionsList } from './idp/connections.tsx';
 import { type Connection, IDP_KEY, PRESETS_KEY, type Preset } from './idp/types.ts';
 import './idp/idp.css';
-
-type Editor = { mode: 'add' } | { mode: 'edit'; connection: Connection } | null;
 
 export function IdentityProviders() {
   const connections = useQuery({
@@ -25,14 +24,13 @@ export function IdentityProviders() {
     queryFn: () => api.get<{ presets: Preset[] }>('/admin/idp/presets'),
     staleTime: Number.POSITIVE_INFINITY,
   });
-  const [editor, setEditor] = useState<Editor>(null);
   const [message, setMessage] = useState<string | null>(null);
-  const listId = useId();
+  const [editor, open, close] = useEditor<Connection>(() => setMessage(null));
   const list = connections.data?.connections;
 
   return (
     <Page title="Identity providers">
-      <p className="muted idp-intro">
+      <p className="muted screen-intro">
         Single sign-on through your organisation's identity provider (OpenID Connect or SAML 2.0). Each
         enabled connection is a "Sign in with …" button on the sign-in screen; people it signs in get the role
         their groups map to. Passkeys, recovery codes and the admin token keep working beside it.
@@ -42,31 +40,27 @@ export function IdentityProviders() {
       <ErrorBox error={presets.error} onRetry={() => void presets.refetch()} />
       {message ? <Notice kind="ok">{message}</Notice> : null}
       {list ? (
-        <section aria-labelledby={listId}>
-          <div className="idp-section-head">
-            <h2 id={listId}>Connections</h2>
-            {editor === null ? (
-              <button
-                type="button"
-                className="primary"
-                disabled={!presets.data}
-                onClick={() => {
-                  setMessage(null);
-                  setEditor({ mode: 'add' });
-                }}
-              >
-                Add connection
-              </button>
-            ) : null}
-          </div>
+        <ListSection
+          title="Connections"
+          action={
+            editor === null
+              ? {
+                  label: 'Add connection',
+                  primary: true,
+                  disabled: !presets.data,
+                  onClick: () => open({ mode: 'add' }),
+                }
+              : undefined
+          }
+        >
           {editor && presets.data ? (
             <ConnectionForm
-              key={editor.mode === 'edit' ? editor.connection.id : 'add'}
-              {...(editor.mode === 'edit' ? { editing: editor.connection } : {})}
+              key={editorKey(editor)}
+              {...editorProps(editor)}
               presets={presets.data.presets}
-              onCancel={() => setEditor(null)}
+              onCancel={close}
               onSaved={(c) => {
-                setEditor(null);
+                close();
                 setMessage(
                   editor.mode === 'edit' ? `${c.displayName} is saved.` : `${c.displayName} is added.`,
                 );
@@ -78,14 +72,11 @@ export function IdentityProviders() {
           ) : (
             <ConnectionsList
               connections={list}
-              onEdit={(connection) => {
-                setMessage(null);
-                setEditor({ mode: 'edit', connection });
-              }}
+              onEdit={(item) => open({ mode: 'edit', item })}
               onDone={setMessage}
             />
           )}
-        </section>
+        </ListSection>
       ) : null}
     </Page>
   );

@@ -7,8 +7,9 @@
  * from the engine; they are shown once it answers.
  */
 import { useQuery } from '@tanstack/react-query';
-import { useId, useState } from 'react';
+import { useState } from 'react';
 import { api } from '../api/client.ts';
+import { editorKey, editorProps, ListSection, useEditor } from '../components/list.tsx';
 import { ErrorBox, Loading, Notice, Page } from '../components/ui.tsx';
 import { ChannelForm } from './notify/channel-form.tsx';
 import { ChannelsTable } from './notify/channels.tsx';
@@ -17,9 +18,6 @@ import { RuleForm } from './notify/rule-form.tsx';
 import { RulesTable } from './notify/rules.tsx';
 import { type ChannelsAnswer, type ChannelView, NOTIFY_KEY, type Rule, scopeText } from './notify/types.ts';
 import './notify/notify.css';
-
-type ChannelEditor = { mode: 'add' } | { mode: 'edit'; channel: ChannelView } | null;
-type RuleEditor = { mode: 'add' } | { mode: 'edit'; rule: Rule } | null;
 
 function eventsText(r: Rule): string {
   return r.events === 'all' ? 'all events' : r.events.join(', ');
@@ -30,18 +28,16 @@ export function Notifications() {
     queryKey: NOTIFY_KEY,
     queryFn: () => api.get<ChannelsAnswer>('/admin/notify/channels'),
   });
-  const [channelEditor, setChannelEditor] = useState<ChannelEditor>(null);
-  const [ruleEditor, setRuleEditor] = useState<RuleEditor>(null);
   const [message, setMessage] = useState<string | null>(null);
   const [autoRules, setAutoRules] = useState<{ channel: string; rules: Rule[] } | null>(null);
-  const channelsId = useId();
-  const rulesId = useId();
+  const [channelEditor, openChannel, closeChannel] = useEditor<ChannelView>(() => setMessage(null));
+  const [ruleEditor, openRule, closeRule] = useEditor<Rule>(() => setMessage(null));
   const data = config.data;
   const nowhere = data ? data.rules.filter((r) => data.nowhere.includes(r.id)) : [];
 
   return (
     <Page title="Notifications">
-      <p className="muted notify-intro">
+      <p className="muted screen-intro">
         Where the engine tells people that backups failed, went stale or need a decision. Channels are the
         receivers; rules pick which events go to which channels.
       </p>
@@ -69,29 +65,21 @@ export function Notifications() {
 
       {data ? (
         <>
-          <section aria-labelledby={channelsId}>
-            <div className="notify-section-head">
-              <h2 id={channelsId}>Channels</h2>
-              {channelEditor === null ? (
-                <button
-                  type="button"
-                  className="primary"
-                  onClick={() => {
-                    setMessage(null);
-                    setChannelEditor({ mode: 'add' });
-                  }}
-                >
-                  Add channel
-                </button>
-              ) : null}
-            </div>
+          <ListSection
+            title="Channels"
+            action={
+              channelEditor === null
+                ? { label: 'Add channel', primary: true, onClick: () => openChannel({ mode: 'add' }) }
+                : undefined
+            }
+          >
             {channelEditor ? (
               <ChannelForm
-                key={channelEditor.mode === 'edit' ? channelEditor.channel.id : 'add'}
-                {...(channelEditor.mode === 'edit' ? { editing: channelEditor.channel } : {})}
-                onCancel={() => setChannelEditor(null)}
+                key={editorKey(channelEditor)}
+                {...editorProps(channelEditor)}
+                onCancel={closeChannel}
                 onSaved={({ channel, rulesCreated }) => {
-                  setChannelEditor(null);
+                  closeChannel();
                   setMessage(
                     channelEditor.mode === 'edit'
                       ? `Channel ${channel.name} is saved.`
@@ -110,31 +98,24 @@ export function Notifications() {
               <ChannelsTable
                 channels={data.channels}
                 rules={data.rules}
-                onEdit={(channel) => {
-                  setMessage(null);
-                  setChannelEditor({ mode: 'edit', channel });
-                }}
+                onEdit={(item) => openChannel({ mode: 'edit', item })}
                 onDone={setMessage}
               />
             )}
-          </section>
+          </ListSection>
 
-          <section aria-labelledby={rulesId}>
-            <div className="notify-section-head">
-              <h2 id={rulesId}>Rules</h2>
-              {ruleEditor === null ? (
-                <button
-                  type="button"
-                  disabled={data.channels.length === 0}
-                  onClick={() => {
-                    setMessage(null);
-                    setRuleEditor({ mode: 'add' });
-                  }}
-                >
-                  Add rule
-                </button>
-              ) : null}
-            </div>
+          <ListSection
+            title="Rules"
+            action={
+              ruleEditor === null
+                ? {
+                    label: 'Add rule',
+                    disabled: data.channels.length === 0,
+                    onClick: () => openRule({ mode: 'add' }),
+                  }
+                : undefined
+            }
+          >
             {nowhere.length > 0 ? (
               <Notice kind="warn">
                 {nowhere.length === 1 ? 'One rule delivers' : `${nowhere.length} rules deliver`} nowhere:
@@ -144,12 +125,12 @@ export function Notifications() {
             ) : null}
             {ruleEditor ? (
               <RuleForm
-                key={ruleEditor.mode === 'edit' ? ruleEditor.rule.id : 'add'}
-                {...(ruleEditor.mode === 'edit' ? { editing: ruleEditor.rule } : {})}
+                key={editorKey(ruleEditor)}
+                {...editorProps(ruleEditor)}
                 channels={data.channels}
-                onCancel={() => setRuleEditor(null)}
+                onCancel={closeRule}
                 onSaved={(rule) => {
-                  setRuleEditor(null);
+                  closeRule();
                   setMessage(`Rule ${rule.id} is saved.`);
                 }}
               />
@@ -161,14 +142,11 @@ export function Notifications() {
                 rules={data.rules}
                 channels={data.channels}
                 nowhere={data.nowhere}
-                onEdit={(rule) => {
-                  setMessage(null);
-                  setRuleEditor({ mode: 'edit', rule });
-                }}
+                onEdit={(item) => openRule({ mode: 'edit', item })}
                 onDone={setMessage}
               />
             )}
-          </section>
+          </ListSection>
 
           <DeliveryHistory channels={data.channels} />
         </>

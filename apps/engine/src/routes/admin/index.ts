@@ -32,6 +32,7 @@ import sessionRoutes from './sessions.ts';
 import setupRoutes from './setup.ts';
 import statusRoutes from './status.ts';
 import stepUpRoutes from './stepup.ts';
+import updateRoutes from './updates.ts';
 
 export const CORS_METHODS = ['GET', 'POST', 'OPTIONS'];
 export const CORS_ALLOWED_HEADERS = [
@@ -39,6 +40,7 @@ export const CORS_ALLOWED_HEADERS = [
   'content-type',
   'perimeter-access-jwt-assertion',
   'x-engine-csrf',
+  'x-engine-deploy-token',
   'x-engine-stepup',
 ];
 const PRE_AUTH_PREFIXES = [
@@ -87,6 +89,7 @@ export default async function adminFamily(app: FastifyInstance): Promise<void> {
     await authed.register(restoreRoutes);
     await authed.register(notifyRoutes);
     await authed.register(idpRoutes);
+    await authed.register(updateRoutes);
   });
 
   app.setNotFoundHandler(async (request: FastifyRequest, reply: FastifyReply) => {

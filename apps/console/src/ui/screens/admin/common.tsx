@@ -1,6 +1,11 @@
-/** Pieces the admin screens share: a confirmed action button, a secret shown once, a status tag. */
+/**
+ * Pieces the admin screens share: a confirmed action button, the actions of a listed item (test,
+ * edit, enable or disable, delete), a secret shown once, a status tag.
+ */
+import { type QueryKey, useQueryClient } from '@tanstack/react-query';
 import { type ReactNode, useState } from 'react';
-import { CopyButton, ErrorBox, Modal } from '../../components/ui.tsx';
+import { api } from '../../api/client.ts';
+import { CopyButton, ErrorBox, Modal, useRunner } from '../../components/ui.tsx';
 import './admin.css';
 
 /**
@@ -71,6 +76,105 @@ export function ConfirmButton({
           </button>
         </div>
       </Modal>
+    </>
+  );
+}
+
+/**
+ * The actions of one item in a list the engine keeps (an identity-provider connection, a
+ * notification channel or rule): an optional test, Edit, Enable or Disable when the item has that
+ * state, and Delete after a confirmation whose text is `children`. Enabling posts
+ * `{ id, enabled }` to `${path}/update`, deleting `{ id }` to `${path}/delete`; both refresh the
+ * queries under `queryKey` and say what happened through `onDone`. The test and the toggle run one
+ * at a time; `result` (the test's outcome) and their error are shown under the buttons.
+ */
+export function ItemActions({
+  path,
+  queryKey,
+  id,
+  name,
+  subject,
+  enabled,
+  test,
+  result,
+  deleteTitle,
+  confirmLabel,
+  onEdit,
+  onDone,
+  children,
+}: {
+  /** The engine's path for the list, e.g. `/admin/notify/channels`. */
+  path: string;
+  queryKey: QueryKey;
+  id: string;
+  /** Names the item in the buttons' accessible labels: "Edit {name}", "Disable {name}". */
+  name: string;
+  /** Names it in the messages: "{subject} is disabled.", "{subject} was deleted." */
+  subject: string;
+  /** Whether it is enabled; absent when it cannot be switched (no Enable or Disable button). */
+  enabled?: boolean;
+  test?: { label: string; busyLabel: string; accessibleLabel: string; run: () => Promise<void> };
+  result?: ReactNode;
+  deleteTitle: string;
+  confirmLabel: string;
+  onEdit: () => void;
+  onDone: (message: string) => void;
+  /** What deleting does, in the confirmation. */
+  children: ReactNode;
+}) {
+  const client = useQueryClient();
+  const { busy, error, run } = useRunner<'test' | 'toggle'>();
+
+  const toggle = () =>
+    run(async () => {
+      await api.post(`${path}/update`, { id, enabled: !enabled });
+      await client.invalidateQueries({ queryKey });
+      onDone(`${subject} is ${enabled ? 'disabled' : 'enabled'}.`);
+    }, 'toggle');
+
+  return (
+    <>
+      <div className="cell-actions">
+        {test ? (
+          <button
+            type="button"
+            aria-label={test.accessibleLabel}
+            disabled={busy !== null}
+            onClick={() => void run(test.run, 'test')}
+          >
+            {busy === 'test' ? test.busyLabel : test.label}
+          </button>
+        ) : null}
+        <button type="button" aria-label={`Edit ${name}`} onClick={onEdit}>
+          Edit
+        </button>
+        {enabled === undefined ? null : (
+          <button
+            type="button"
+            aria-label={`${enabled ? 'Disable' : 'Enable'} ${name}`}
+            disabled={busy !== null}
+            onClick={() => void toggle()}
+          >
+            {enabled ? 'Disable' : 'Enable'}
+          </button>
+        )}
+        <ConfirmButton
+          label="Delete"
+          accessibleLabel={`Delete ${name}`}
+          title={deleteTitle}
+          confirmLabel={confirmLabel}
+          danger
+          action={async () => {
+            const r = await api.post<{ deleted: boolean }>(`${path}/delete`, { id });
+            await client.invalidateQueries({ queryKey });
+            onDone(r.deleted ? `${subject} was deleted.` : `${subject} was already gone.`);
+          }}
+        >
+          {children}
+        </ConfirmButton>
+      </div>
+      {result}
+      <ErrorBox error={error} />
     </>
   );
 }

@@ -8,16 +8,21 @@
  * which a group never confers). The engine is the validator: its 400 `{ error, field }` is shown
  * beside the field it names, and an edit sends `ifMatchRev` so a change made meanwhile is a 409.
  */
-import { useMutation, useQueryClient } from '@tanstack/react-query';
-import { type FormEvent, useEffect, useId, useRef, useState } from 'react';
 import { api } from '../../api/client.ts';
 import {
+  EditPanel,
   ErrorField,
   ErrorFieldset,
-  errorsAt,
+  RadioChoice,
   SecretInput,
   secretBody,
   splitList,
+  TextAreaField,
+  TextField,
+  URL_INPUT,
+  useFormState,
+  useSave,
+  VERBATIM,
 } from '../../components/form.tsx';
 import { ErrorBox } from '../../components/ui.tsx';
 import { useRoles } from '../admin/roles.ts';
@@ -44,6 +49,11 @@ interface FormState {
   emailAttribute: string;
   groupsAttribute: string;
 }
+
+const METADATA_FROM = [
+  { value: 'url', label: 'A metadata URL (re-read every ten minutes, so certificate rollover follows)' },
+  { value: 'xml', label: 'Pasted metadata XML (kept as read)' },
+] as const;
 
 function fromPreset(p: Preset | undefined, before?: FormState, previous?: Preset): FormState {
   const kind = p?.kind ?? 'oidc';
@@ -157,394 +167,278 @@ export function ConnectionForm({
   onSaved: (c: Connection) => void;
   onCancel: () => void;
 }) {
-  const client = useQueryClient();
   const roles = useRoles();
-  const [form, setForm] = useState<FormState>(() =>
+  const [form, set, setForm] = useFormState<FormState>(() =>
     editing
       ? fromConnection(editing)
       : fromPreset(presets.find((p) => p.id === 'generic-oidc') ?? presets[0]),
   );
-  const set = <K extends keyof FormState>(k: K, v: FormState[K]) => setForm((f) => ({ ...f, [k]: v }));
-  const headingRef = useRef<HTMLHeadingElement>(null);
-  const headingId = useId();
   const preset = presets.find((p) => p.id === form.preset);
 
-  useEffect(() => {
-    headingRef.current?.focus();
-  }, []);
-
-  const save = useMutation({
-    mutationFn: (body: Record<string, unknown>) =>
+  const { save, errorAt } = useSave(
+    (body) =>
       api.post<{ connection: Connection }>(
         editing ? '/admin/idp/connections/update' : '/admin/idp/connections',
         body,
       ),
-    onSuccess: async ({ connection }) => {
-      await client.invalidateQueries({ queryKey: IDP_KEY });
-      onSaved(connection);
-    },
-  });
-  const errorAt = errorsAt(save.error);
+    IDP_KEY,
+    ({ connection }) => onSaved(connection),
+  );
   const roleNames = roleChoices(roles.data, editing);
-
-  const submit = (e: FormEvent) => {
-    e.preventDefault();
-    save.mutate(bodyOf(form, editing));
-  };
 
   const setRow = (i: number, row: Partial<GroupRole>) =>
     setForm((f) => ({ ...f, mapping: f.mapping.map((r, j) => (j === i ? { ...r, ...row } : r)) }));
 
   return (
-    <section className="panel edit-form" aria-labelledby={headingId}>
-      <h2 id={headingId} ref={headingRef} tabIndex={-1}>
-        {editing ? `Edit connection ${editing.displayName}` : 'Add a connection'}
-      </h2>
-      <form onSubmit={submit} noValidate>
-        {editing ? (
-          <p className="muted">
-            {kindLabel(editing.kind)} connection <code>{editing.id}</code>. The kind and id cannot change.
-          </p>
-        ) : (
-          <ErrorField label="Preset" error={errorAt('preset') ?? errorAt('kind')} hint={preset?.notes}>
-            {(p) => (
-              <select
-                {...p}
-                value={form.preset}
-                onChange={(e) =>
-                  setForm((f) =>
-                    fromPreset(
-                      presets.find((x) => x.id === e.target.value),
-                      f,
-                      presets.find((x) => x.id === f.preset),
-                    ),
-                  )
-                }
-              >
-                {(['oidc', 'saml'] as const).map((kind) => (
-                  <optgroup key={kind} label={kindLabel(kind)}>
-                    {presets
-                      .filter((x) => x.kind === kind)
-                      .map((x) => (
-                        <option key={x.id} value={x.id}>
-                          {x.displayName}
-                        </option>
-                      ))}
-                  </optgroup>
-                ))}
-              </select>
-            )}
-          </ErrorField>
-        )}
-        <div className="two-col">
-          {editing ? null : (
-            <ErrorField
-              label="Connection id"
-              error={errorAt('id')}
-              hint="1 to 64 of a-z, 0-9 and -. It is part of the sign-in URLs and of each person's identity."
-            >
-              {(p) => (
-                <input
-                  {...p}
-                  value={form.id}
-                  autoComplete="off"
-                  spellCheck={false}
-                  onChange={(e) => set('id', e.target.value)}
-                />
-              )}
-            </ErrorField>
-          )}
-          <ErrorField
-            label="Display name"
-            error={errorAt('displayName')}
-            hint={'Shown on the sign-in button: "Sign in with …".'}
-          >
-            {(p) => (
-              <input
-                {...p}
-                value={form.displayName}
-                maxLength={80}
-                autoComplete="off"
-                onChange={(e) => set('displayName', e.target.value)}
-              />
-            )}
-          </ErrorField>
-        </div>
-
-        {form.kind === 'oidc' ? (
-          <>
-            <ErrorField
-              label="Issuer"
-              error={errorAt('oidc.issuer') ?? errorAt('oidc')}
-              hint={
-                preset?.issuerHint
-                  ? `For ${preset.displayName}: ${preset.issuerHint}`
-                  : 'The issuer URL (https); its discovery document is read from /.well-known/openid-configuration.'
+    <EditPanel
+      title={editing ? `Edit connection ${editing.displayName}` : 'Add a connection'}
+      submitLabel={editing ? 'Save connection' : 'Add connection'}
+      pending={save.isPending}
+      error={save.error}
+      onSubmit={() => save.mutate(bodyOf(form, editing))}
+      onCancel={onCancel}
+    >
+      {editing ? (
+        <p className="muted">
+          {kindLabel(editing.kind)} connection <code>{editing.id}</code>. The kind and id cannot change.
+        </p>
+      ) : (
+        <ErrorField label="Preset" error={errorAt('preset') ?? errorAt('kind')} hint={preset?.notes}>
+          {(p) => (
+            <select
+              {...p}
+              value={form.preset}
+              onChange={(e) =>
+                setForm((f) =>
+                  fromPreset(
+                    presets.find((x) => x.id === e.target.value),
+                    f,
+                    presets.find((x) => x.id === f.preset),
+                  ),
+                )
               }
             >
-              {(p) => (
-                <input
-                  {...p}
-                  type="url"
-                  inputMode="url"
-                  autoComplete="off"
-                  spellCheck={false}
-                  value={form.issuer}
-                  onChange={(e) => set('issuer', e.target.value)}
-                />
-              )}
-            </ErrorField>
-            <div className="two-col">
-              <ErrorField label="Client id" error={errorAt('oidc.clientId')}>
-                {(p) => (
-                  <input
-                    {...p}
-                    autoComplete="off"
-                    spellCheck={false}
-                    value={form.clientId}
-                    onChange={(e) => set('clientId', e.target.value)}
-                  />
-                )}
-              </ErrorField>
-              <div>
-                <SecretInput
-                  label="Client secret"
-                  isSet={editing?.oidc?.clientSecretSet ?? false}
-                  setText="A client secret is set."
-                  editing={editing !== undefined}
-                  value={form.clientSecret}
-                  clear={form.clearSecret}
-                  error={errorAt('oidc.clientSecret')}
-                  newHint="Write-only: sealed by the engine, never shown again. Leave blank for a public client."
-                  clearLabel="Clear the client secret (a public client)"
-                  onChange={(v) => set('clientSecret', v)}
-                  onClear={(v) => set('clearSecret', v)}
-                />
-              </div>
-            </div>
-            <div className="two-col">
-              <ErrorField
-                label="Scopes"
-                error={errorAt('oidc.scopes')}
-                hint="Separated by spaces; openid is always asked for."
-              >
-                {(p) => (
-                  <input
-                    {...p}
-                    autoComplete="off"
-                    spellCheck={false}
-                    value={form.scopes}
-                    onChange={(e) => set('scopes', e.target.value)}
-                  />
-                )}
-              </ErrorField>
-              <ErrorField
-                label="Groups claim"
-                error={errorAt('oidc.groupsClaim')}
-                hint="The ID token or userinfo claim listing the person's groups; blank for none."
-              >
-                {(p) => (
-                  <input
-                    {...p}
-                    autoComplete="off"
-                    spellCheck={false}
-                    value={form.groupsClaim}
-                    onChange={(e) => set('groupsClaim', e.target.value)}
-                  />
-                )}
-              </ErrorField>
-            </div>
-          </>
-        ) : (
-          <>
-            <fieldset className="fieldset">
-              <legend>IdP metadata from</legend>
-              <label className="check">
-                <input
-                  type="radio"
-                  name="metadata-from"
-                  checked={form.metadataFrom === 'url'}
-                  onChange={() => set('metadataFrom', 'url')}
-                />
-                A metadata URL (re-read every ten minutes, so certificate rollover follows)
-              </label>
-              <label className="check">
-                <input
-                  type="radio"
-                  name="metadata-from"
-                  checked={form.metadataFrom === 'xml'}
-                  onChange={() => set('metadataFrom', 'xml')}
-                />
-                Pasted metadata XML (kept as read)
-              </label>
-            </fieldset>
-            {form.metadataFrom === 'url' ? (
-              <ErrorField
-                label="Metadata URL"
-                error={errorAt('saml.idpMetadataUrl') ?? errorAt('saml')}
-                hint={
-                  preset?.metadataUrlHint
-                    ? `For ${preset.displayName}: ${preset.metadataUrlHint}`
-                    : 'https; the IdP entity id, sign-on URL and signing certificates are read from it.'
-                }
-              >
-                {(p) => (
-                  <input
-                    {...p}
-                    type="url"
-                    inputMode="url"
-                    autoComplete="off"
-                    spellCheck={false}
-                    value={form.metadataUrl}
-                    onChange={(e) => set('metadataUrl', e.target.value)}
-                  />
-                )}
-              </ErrorField>
-            ) : (
-              <ErrorField
-                label="Metadata XML"
-                error={errorAt('saml.idpMetadataXml') ?? errorAt('saml')}
-                hint={
-                  editing?.saml
-                    ? 'Leave blank to keep the metadata read before.'
-                    : 'The IdP metadata document (EntityDescriptor), at most 1 MiB.'
-                }
-              >
-                {(p) => (
-                  <textarea
-                    {...p}
-                    rows={6}
-                    spellCheck={false}
-                    value={form.metadataXml}
-                    onChange={(e) => set('metadataXml', e.target.value)}
-                  />
-                )}
-              </ErrorField>
-            )}
-            <div className="two-col">
-              <ErrorField
-                label="Email attribute"
-                error={errorAt('saml.emailAttribute')}
-                hint="The assertion attribute carrying the email; blank to use the NameID."
-              >
-                {(p) => (
-                  <input
-                    {...p}
-                    autoComplete="off"
-                    spellCheck={false}
-                    value={form.emailAttribute}
-                    onChange={(e) => set('emailAttribute', e.target.value)}
-                  />
-                )}
-              </ErrorField>
-              <ErrorField
-                label="Groups attribute"
-                error={errorAt('saml.groupsAttribute')}
-                hint="The assertion attribute listing the person's groups; blank for none."
-              >
-                {(p) => (
-                  <input
-                    {...p}
-                    autoComplete="off"
-                    spellCheck={false}
-                    value={form.groupsAttribute}
-                    onChange={(e) => set('groupsAttribute', e.target.value)}
-                  />
-                )}
-              </ErrorField>
-            </div>
-          </>
-        )}
-
-        <ErrorField
-          label="Allowed email domains"
-          error={errorAt('allowedEmailDomains')}
-          hint="One per line or separated by commas. Only people with an address in these domains can sign in."
-        >
-          {(p) => (
-            <textarea
-              {...p}
-              rows={2}
-              spellCheck={false}
-              value={form.domains}
-              onChange={(e) => set('domains', e.target.value)}
-            />
-          )}
-        </ErrorField>
-
-        <ErrorFieldset legend="Group to role mapping" error={errorAt('groupRoleMapping')}>
-          <p className="muted idp-hint">
-            At each sign-in the first row whose group the person is in gives the role. With no match, a role
-            given by this mapping is taken back (a role given by hand stays). A group never gives owner.
-          </p>
-          <ErrorBox error={roles.error} />
-          {form.mapping.length === 0 ? <p className="muted idp-hint">No rows.</p> : null}
-          <ol className="idp-mapping">
-            {form.mapping.map((row, i) => (
-              // biome-ignore lint/suspicious/noArrayIndexKey: rows have no identity but their place
-              <li key={i}>
-                <label>
-                  <span className="sr-only">Group, row {i + 1}</span>
-                  <input
-                    placeholder="group"
-                    autoComplete="off"
-                    spellCheck={false}
-                    value={row.group}
-                    onChange={(e) => setRow(i, { group: e.target.value })}
-                  />
-                </label>
-                <span aria-hidden="true">→</span>
-                <label>
-                  <span className="sr-only">Role, row {i + 1}</span>
-                  <select value={row.role} onChange={(e) => setRow(i, { role: e.target.value })}>
-                    {roleNames.includes(row.role) ? null : (
-                      <option value={row.role}>{row.role || 'choose a role'}</option>
-                    )}
-                    {roleNames.map((r) => (
-                      <option key={r} value={r}>
-                        {r}
+              {(['oidc', 'saml'] as const).map((kind) => (
+                <optgroup key={kind} label={kindLabel(kind)}>
+                  {presets
+                    .filter((x) => x.kind === kind)
+                    .map((x) => (
+                      <option key={x.id} value={x.id}>
+                        {x.displayName}
                       </option>
                     ))}
-                  </select>
-                </label>
-                <button
-                  type="button"
-                  aria-label={`Remove row ${i + 1}`}
-                  onClick={() => setForm((f) => ({ ...f, mapping: f.mapping.filter((_, j) => j !== i) }))}
-                >
-                  Remove
-                </button>
-              </li>
-            ))}
-          </ol>
-          <button
-            type="button"
-            onClick={() =>
-              setForm((f) => ({
-                ...f,
-                mapping: [...f.mapping, { group: '', role: roleNames.includes('viewer') ? 'viewer' : '' }],
-              }))
+                </optgroup>
+              ))}
+            </select>
+          )}
+        </ErrorField>
+      )}
+      <div className="two-col">
+        {editing ? null : (
+          <TextField
+            label="Connection id"
+            error={errorAt('id')}
+            hint="1 to 64 of a-z, 0-9 and -. It is part of the sign-in URLs and of each person's identity."
+            {...VERBATIM}
+            value={form.id}
+            onChange={(v) => set('id', v)}
+          />
+        )}
+        <TextField
+          label="Display name"
+          error={errorAt('displayName')}
+          hint={'Shown on the sign-in button: "Sign in with …".'}
+          maxLength={80}
+          autoComplete="off"
+          value={form.displayName}
+          onChange={(v) => set('displayName', v)}
+        />
+      </div>
+
+      {form.kind === 'oidc' ? (
+        <>
+          <TextField
+            label="Issuer"
+            error={errorAt('oidc.issuer') ?? errorAt('oidc')}
+            hint={
+              preset?.issuerHint
+                ? `For ${preset.displayName}: ${preset.issuerHint}`
+                : 'The issuer URL (https); its discovery document is read from /.well-known/openid-configuration.'
             }
-          >
-            Add a mapping row
-          </button>
-        </ErrorFieldset>
+            {...URL_INPUT}
+            value={form.issuer}
+            onChange={(v) => set('issuer', v)}
+          />
+          <div className="two-col">
+            <TextField
+              label="Client id"
+              error={errorAt('oidc.clientId')}
+              {...VERBATIM}
+              value={form.clientId}
+              onChange={(v) => set('clientId', v)}
+            />
+            <div>
+              <SecretInput
+                label="Client secret"
+                isSet={editing?.oidc?.clientSecretSet ?? false}
+                setText="A client secret is set."
+                editing={editing !== undefined}
+                value={form.clientSecret}
+                clear={form.clearSecret}
+                error={errorAt('oidc.clientSecret')}
+                newHint="Write-only: sealed by the engine, never shown again. Leave blank for a public client."
+                clearLabel="Clear the client secret (a public client)"
+                onChange={(v) => set('clientSecret', v)}
+                onClear={(v) => set('clearSecret', v)}
+              />
+            </div>
+          </div>
+          <div className="two-col">
+            <TextField
+              label="Scopes"
+              error={errorAt('oidc.scopes')}
+              hint="Separated by spaces; openid is always asked for."
+              {...VERBATIM}
+              value={form.scopes}
+              onChange={(v) => set('scopes', v)}
+            />
+            <TextField
+              label="Groups claim"
+              error={errorAt('oidc.groupsClaim')}
+              hint="The ID token or userinfo claim listing the person's groups; blank for none."
+              {...VERBATIM}
+              value={form.groupsClaim}
+              onChange={(v) => set('groupsClaim', v)}
+            />
+          </div>
+        </>
+      ) : (
+        <>
+          <RadioChoice
+            legend="IdP metadata from"
+            name="metadata-from"
+            value={form.metadataFrom}
+            options={METADATA_FROM}
+            onChange={(v) => set('metadataFrom', v)}
+          />
+          {form.metadataFrom === 'url' ? (
+            <TextField
+              label="Metadata URL"
+              error={errorAt('saml.idpMetadataUrl') ?? errorAt('saml')}
+              hint={
+                preset?.metadataUrlHint
+                  ? `For ${preset.displayName}: ${preset.metadataUrlHint}`
+                  : 'https; the IdP entity id, sign-on URL and signing certificates are read from it.'
+              }
+              {...URL_INPUT}
+              value={form.metadataUrl}
+              onChange={(v) => set('metadataUrl', v)}
+            />
+          ) : (
+            <TextAreaField
+              label="Metadata XML"
+              error={errorAt('saml.idpMetadataXml') ?? errorAt('saml')}
+              hint={
+                editing?.saml
+                  ? 'Leave blank to keep the metadata read before.'
+                  : 'The IdP metadata document (EntityDescriptor), at most 1 MiB.'
+              }
+              rows={6}
+              value={form.metadataXml}
+              onChange={(v) => set('metadataXml', v)}
+            />
+          )}
+          <div className="two-col">
+            <TextField
+              label="Email attribute"
+              error={errorAt('saml.emailAttribute')}
+              hint="The assertion attribute carrying the email; blank to use the NameID."
+              {...VERBATIM}
+              value={form.emailAttribute}
+              onChange={(v) => set('emailAttribute', v)}
+            />
+            <TextField
+              label="Groups attribute"
+              error={errorAt('saml.groupsAttribute')}
+              hint="The assertion attribute listing the person's groups; blank for none."
+              {...VERBATIM}
+              value={form.groupsAttribute}
+              onChange={(v) => set('groupsAttribute', v)}
+            />
+          </div>
+        </>
+      )}
 
-        <label className="check">
-          <input type="checkbox" checked={form.enabled} onChange={(e) => set('enabled', e.target.checked)} />
-          Enabled (shown on the sign-in screen)
-        </label>
+      <TextAreaField
+        label="Allowed email domains"
+        error={errorAt('allowedEmailDomains')}
+        hint="One per line or separated by commas. Only people with an address in these domains can sign in."
+        rows={2}
+        value={form.domains}
+        onChange={(v) => set('domains', v)}
+      />
 
-        <ErrorBox error={save.error} />
-        <div className="row">
-          <button type="submit" className="primary" disabled={save.isPending}>
-            {editing ? 'Save connection' : 'Add connection'}
-          </button>
-          <button type="button" onClick={onCancel}>
-            Cancel
-          </button>
-        </div>
-      </form>
-    </section>
+      <ErrorFieldset legend="Group to role mapping" error={errorAt('groupRoleMapping')}>
+        <p className="muted idp-hint">
+          At each sign-in the first row whose group the person is in gives the role. With no match, a role
+          given by this mapping is taken back (a role given by hand stays). A group never gives owner.
+        </p>
+        <ErrorBox error={roles.error} />
+        {form.mapping.length === 0 ? <p className="muted idp-hint">No rows.</p> : null}
+        <ol className="idp-mapping">
+          {form.mapping.map((row, i) => (
+            // biome-ignore lint/suspicious/noArrayIndexKey: rows have no identity but their place
+            <li key={i}>
+              <label>
+                <span className="sr-only">Group, row {i + 1}</span>
+                <input
+                  placeholder="group"
+                  {...VERBATIM}
+                  value={row.group}
+                  onChange={(e) => setRow(i, { group: e.target.value })}
+                />
+              </label>
+              <span aria-hidden="true">→</span>
+              <label>
+                <span className="sr-only">Role, row {i + 1}</span>
+                <select value={row.role} onChange={(e) => setRow(i, { role: e.target.value })}>
+                  {roleNames.includes(row.role) ? null : (
+                    <option value={row.role}>{row.role || 'choose a role'}</option>
+                  )}
+                  {roleNames.map((r) => (
+                    <option key={r} value={r}>
+                      {r}
+                    </option>
+                  ))}
+                </select>
+              </label>
+              <button
+                type="button"
+                aria-label={`Remove row ${i + 1}`}
+                onClick={() => setForm((f) => ({ ...f, mapping: f.mapping.filter((_, j) => j !== i) }))}
+              >
+                Remove
+              </button>
+            </li>
+          ))}
+        </ol>
+        <button
+          type="button"
+          onClick={() =>
+            setForm((f) => ({
+              ...f,
+              mapping: [...f.mapping, { group: '', role: roleNames.includes('viewer') ? 'viewer' : '' }],
+            }))
+          }
+        >
+          Add a mapping row
+        </button>
+      </ErrorFieldset>
+
+      <label className="check">
+        <input type="checkbox" checked={form.enabled} onChange={(e) => set('enabled', e.target.checked)} />
+        Enabled (shown on the sign-in screen)
+      </label>
+    </EditPanel>
   );
 }

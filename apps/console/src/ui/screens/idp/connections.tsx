@@ -5,11 +5,10 @@
  * SP entity id, ACS URL and SP metadata URL). Actions: test (`POST /admin/idp/connections/test`),
  * edit, enable or disable, delete with confirmation.
  */
-import { useQueryClient } from '@tanstack/react-query';
 import { useId, useState } from 'react';
 import { api } from '../../api/client.ts';
-import { CopyButton, ErrorBox, formatTime } from '../../components/ui.tsx';
-import { ConfirmButton, Tag } from '../admin/common.tsx';
+import { CopyButton, formatTime } from '../../components/ui.tsx';
+import { ItemActions, Tag } from '../admin/common.tsx';
 import { type Connection, IDP_KEY, kindLabel, type TestAnswer, testReasonText } from './types.ts';
 
 function CopyUrl({ label, url }: { label: string; url: string | null }) {
@@ -39,35 +38,8 @@ function ConnectionCard({
   onEdit: () => void;
   onDone: (message: string) => void;
 }) {
-  const client = useQueryClient();
   const titleId = useId();
-  const [busy, setBusy] = useState<'test' | 'toggle' | null>(null);
-  const [error, setError] = useState<unknown>(null);
   const [tested, setTested] = useState<TestAnswer | null>(null);
-
-  const run = async (what: 'test' | 'toggle', fn: () => Promise<void>) => {
-    setBusy(what);
-    setError(null);
-    try {
-      await fn();
-    } catch (err) {
-      setError(err);
-    } finally {
-      setBusy(null);
-    }
-  };
-
-  const test = () =>
-    run('test', async () => {
-      setTested(null);
-      setTested(await api.post<TestAnswer>('/admin/idp/connections/test', { id: c.id }));
-    });
-  const toggle = () =>
-    run('toggle', async () => {
-      await api.post('/admin/idp/connections/update', { id: c.id, enabled: !c.enabled });
-      await client.invalidateQueries({ queryKey: IDP_KEY });
-      onDone(`${c.displayName} is ${c.enabled ? 'disabled' : 'enabled'}.`);
-    });
 
   return (
     <article className="panel idp-card" aria-labelledby={titleId} data-connection-id={c.id}>
@@ -145,54 +117,43 @@ function ConnectionCard({
           {c.updatedBy ? ` by ${c.updatedBy}` : ''} (revision {c.rev})
         </dd>
       </dl>
-      <div className="cell-actions">
-        <button
-          type="button"
-          aria-label={`Test connection ${c.displayName}`}
-          disabled={busy !== null}
-          onClick={() => void test()}
-        >
-          {busy === 'test' ? 'Testing…' : 'Test connection'}
-        </button>
-        <button type="button" aria-label={`Edit ${c.displayName}`} onClick={onEdit}>
-          Edit
-        </button>
-        <button
-          type="button"
-          aria-label={`${c.enabled ? 'Disable' : 'Enable'} ${c.displayName}`}
-          disabled={busy !== null}
-          onClick={() => void toggle()}
-        >
-          {c.enabled ? 'Disable' : 'Enable'}
-        </button>
-        <ConfirmButton
-          label="Delete"
-          accessibleLabel={`Delete ${c.displayName}`}
-          title={`Delete the connection ${c.displayName}?`}
-          confirmLabel="Delete connection"
-          danger
-          action={async () => {
-            const r = await api.post<{ deleted: boolean }>('/admin/idp/connections/delete', { id: c.id });
-            await client.invalidateQueries({ queryKey: IDP_KEY });
-            onDone(r.deleted ? `${c.displayName} was deleted.` : `${c.displayName} was already gone.`);
-          }}
-        >
-          <p>
-            Its sign-in button goes away and nobody can sign in through it. Roles its group mapping gave stay
-            until an owner removes them on the Members screen.
-          </p>
-        </ConfirmButton>
-      </div>
-      {tested ? (
-        <div className={`msg ${tested.ok ? 'msg-ok' : 'msg-error'}`} role="status">
-          {tested.ok
-            ? c.kind === 'oidc'
-              ? "Connection works: the provider's discovery document was read."
-              : "Connection works: the IdP's metadata was read."
-            : `Test failed: ${testReasonText(tested.reason)}.`}
-        </div>
-      ) : null}
-      <ErrorBox error={error} />
+      <ItemActions
+        path="/admin/idp/connections"
+        queryKey={IDP_KEY}
+        id={c.id}
+        name={c.displayName}
+        subject={c.displayName}
+        enabled={c.enabled}
+        test={{
+          label: 'Test connection',
+          busyLabel: 'Testing…',
+          accessibleLabel: `Test connection ${c.displayName}`,
+          run: async () => {
+            setTested(null);
+            setTested(await api.post<TestAnswer>('/admin/idp/connections/test', { id: c.id }));
+          },
+        }}
+        result={
+          tested ? (
+            <div className={`msg ${tested.ok ? 'msg-ok' : 'msg-error'}`} role="status">
+              {tested.ok
+                ? c.kind === 'oidc'
+                  ? "Connection works: the provider's discovery document was read."
+                  : "Connection works: the IdP's metadata was read."
+                : `Test failed: ${testReasonText(tested.reason)}.`}
+            </div>
+          ) : null
+        }
+        deleteTitle={`Delete the connection ${c.displayName}?`}
+        confirmLabel="Delete connection"
+        onEdit={onEdit}
+        onDone={onDone}
+      >
+        <p>
+          Its sign-in button goes away and nobody can sign in through it. Roles its group mapping gave stay
+          until an owner removes them on the Members screen.
+        </p>
+      </ItemActions>
     </article>
   );
 }

@@ -11,7 +11,7 @@ import { type FormEvent, useState } from 'react';
 import { api } from '../../api/client.ts';
 import { messageOf } from '../../api/errors.ts';
 import { can, useSignedIn } from '../../auth/session.tsx';
-import { ErrorField } from '../../components/form.tsx';
+import { ErrorField, FormButtons } from '../../components/form.tsx';
 import { ErrorBox, formatTime } from '../../components/ui.tsx';
 import {
   changedFields,
@@ -528,14 +528,11 @@ export function JobForm({
       {conflict ? <ConflictBox conflict={conflict} onReload={reload} onCancel={onCancel} /> : null}
       {save.error && !conflict ? <ErrorBox error={save.error} /> : null}
 
-      <div className="row">
-        <button type="submit" className="primary" disabled={save.isPending}>
-          {save.isPending ? 'Saving…' : mode === 'create' ? 'Create job' : 'Save changes'}
-        </button>
-        <button type="button" onClick={onCancel}>
-          Cancel
-        </button>
-      </div>
+      <FormButtons
+        submitLabel={save.isPending ? 'Saving…' : mode === 'create' ? 'Create job' : 'Save changes'}
+        pending={save.isPending}
+        onCancel={onCancel}
+      />
     </form>
   );
 }

@@ -6,12 +6,22 @@
  * URL and secrets are write-only: left blank they are kept. The private-target switch is an
  * owner's (the engine refuses it from any other role), so only owners see it.
  */
-import { useMutation, useQueryClient } from '@tanstack/react-query';
-import { type FormEvent, useEffect, useId, useRef, useState } from 'react';
+import { useId } from 'react';
 import { api } from '../../api/client.ts';
 import { isOwner, useSignedIn } from '../../auth/session.tsx';
-import { ErrorField, errorsAt, SecretInput, secretBody, splitList } from '../../components/form.tsx';
-import { ErrorBox } from '../../components/ui.tsx';
+import {
+  EditPanel,
+  ErrorField,
+  RadioChoice,
+  SecretInput,
+  secretBody,
+  splitList,
+  TextAreaField,
+  TextField,
+  URL_INPUT,
+  useFormState,
+  useSave,
+} from '../../components/form.tsx';
 import { type ChannelKind, type ChannelView, type CreateChannelAnswer, KINDS, NOTIFY_KEY } from './types.ts';
 
 interface FormState {
@@ -28,6 +38,11 @@ interface FormState {
   apiKey: string;
   username: string;
 }
+
+const CONNECTOR_VIA = [
+  { value: 'url', label: 'A webhook URL (Teams Workflows or incoming webhook, Google Chat space)' },
+  { value: 'addresses', label: 'Email addresses (a Teams channel or Google group address)' },
+] as const;
 
 function stateOf(c: ChannelView | undefined): FormState {
   return {
@@ -101,249 +116,176 @@ export function ChannelForm({
 }) {
   const who = useSignedIn();
   const owner = isOwner(who);
-  const client = useQueryClient();
-  const [form, setForm] = useState<FormState>(() => stateOf(editing));
-  const set = <K extends keyof FormState>(k: K, v: FormState[K]) => setForm((f) => ({ ...f, [k]: v }));
-  const headingRef = useRef<HTMLHeadingElement>(null);
-  const headingId = useId();
+  const [form, set] = useFormState<FormState>(() => stateOf(editing));
   const warnId = useId();
   const show = inputsOf(form);
-  const title = editing ? `Edit channel ${editing.name}` : 'Add a channel';
 
-  useEffect(() => {
-    headingRef.current?.focus();
-  }, []);
-
-  const save = useMutation({
-    mutationFn: (body: Record<string, unknown>) =>
+  const { save, errorAt } = useSave(
+    (body): Promise<{ channel: ChannelView; rulesCreated?: CreateChannelAnswer['rulesCreated'] }> =>
       editing
         ? api.post<{ channel: ChannelView }>('/admin/notify/channels/update', body)
         : api.post<CreateChannelAnswer>('/admin/notify/channels', body),
-    onSuccess: async (answer) => {
-      await client.invalidateQueries({ queryKey: NOTIFY_KEY });
-      onSaved(answer);
-    },
-  });
-  const errorAt = errorsAt(save.error);
-
-  const submit = (e: FormEvent) => {
-    e.preventDefault();
-    save.mutate(bodyOf(form, editing, owner));
-  };
+    NOTIFY_KEY,
+    onSaved,
+  );
 
   const kept = editing ? 'Leave blank to keep the one stored.' : undefined;
 
   return (
-    <section className="panel edit-form" aria-labelledby={headingId}>
-      <h2 id={headingId} ref={headingRef} tabIndex={-1}>
-        {title}
-      </h2>
-      {editing ? (
-        <p className="muted">
-          The URL and secrets are never shown again once saved. Fields left blank keep what is stored.
-        </p>
+    <EditPanel
+      title={editing ? `Edit channel ${editing.name}` : 'Add a channel'}
+      intro={
+        editing ? (
+          <p className="muted">
+            The URL and secrets are never shown again once saved. Fields left blank keep what is stored.
+          </p>
+        ) : null
+      }
+      submitLabel={editing ? 'Save channel' : 'Add channel'}
+      pending={save.isPending}
+      error={save.error}
+      onSubmit={() => save.mutate(bodyOf(form, editing, owner))}
+      onCancel={onCancel}
+    >
+      <div className="two-col">
+        <ErrorField
+          label="Kind"
+          error={errorAt('kind')}
+          hint={editing ? 'The kind of a channel cannot change.' : undefined}
+        >
+          {(p) => (
+            <select
+              {...p}
+              value={form.kind}
+              disabled={editing !== undefined}
+              onChange={(e) => set('kind', e.target.value as ChannelKind)}
+            >
+              {KINDS.map((k) => (
+                <option key={k.kind} value={k.kind}>
+                  {k.label}
+                </option>
+              ))}
+            </select>
+          )}
+        </ErrorField>
+        <TextField
+          label="Name"
+          error={errorAt('name')}
+          hint="1 to 100 characters; defaults to the kind."
+          maxLength={100}
+          autoComplete="off"
+          value={form.name}
+          onChange={(v) => set('name', v)}
+        />
+      </div>
+
+      {form.kind === 'chat-connector' ? (
+        <RadioChoice
+          legend="Send to"
+          name="connector-via"
+          value={form.connectorVia}
+          options={CONNECTOR_VIA}
+          onChange={(v) => set('connectorVia', v)}
+        />
       ) : null}
-      <form onSubmit={submit} noValidate>
-        <div className="two-col">
-          <ErrorField
-            label="Kind"
-            error={errorAt('kind')}
-            hint={editing ? 'The kind of a channel cannot change.' : undefined}
-          >
-            {(p) => (
-              <select
-                {...p}
-                value={form.kind}
-                disabled={editing !== undefined}
-                onChange={(e) => set('kind', e.target.value as ChannelKind)}
-              >
-                {KINDS.map((k) => (
-                  <option key={k.kind} value={k.kind}>
-                    {k.label}
-                  </option>
-                ))}
-              </select>
-            )}
-          </ErrorField>
-          <ErrorField label="Name" error={errorAt('name')} hint="1 to 100 characters; defaults to the kind.">
-            {(p) => (
-              <input
-                {...p}
-                value={form.name}
-                maxLength={100}
-                autoComplete="off"
-                onChange={(e) => set('name', e.target.value)}
-              />
-            )}
-          </ErrorField>
+
+      {show.url ? (
+        <TextField
+          label="URL"
+          error={errorAt('url')}
+          hint={
+            editing?.url
+              ? `Stored: ${editing.url.origin}/… ${kept}`
+              : 'https only; no user name or password in it. The path is kept secret once saved.'
+          }
+          {...URL_INPUT}
+          value={form.url}
+          onChange={(v) => set('url', v)}
+        />
+      ) : null}
+      {show.toAddresses ? (
+        <TextAreaField
+          label="Email addresses"
+          error={errorAt('toAddresses')}
+          hint="One per line or separated by commas; at most 20."
+          rows={3}
+          value={form.toAddresses}
+          onChange={(v) => set('toAddresses', v)}
+        />
+      ) : null}
+      {show.username ? (
+        <TextField
+          label="User name"
+          error={errorAt('username')}
+          hint="The HTTP Basic user; no colon."
+          autoComplete="off"
+          value={form.username}
+          onChange={(v) => set('username', v)}
+        />
+      ) : null}
+      {show.routingKey ? (
+        <TextField
+          label="Routing key"
+          error={errorAt('routingKey')}
+          hint={editing?.routingKey ? `A routing key is set. ${kept}` : 'The integration key of the service.'}
+          type="password"
+          autoComplete="new-password"
+          value={form.routingKey}
+          onChange={(v) => set('routingKey', v)}
+        />
+      ) : null}
+      {show.apiKey ? (
+        <TextField
+          label={form.kind === 'itsm-event' ? 'Password (API key)' : 'API key'}
+          error={errorAt('apiKey')}
+          hint={editing?.apiKey ? `A key is set. ${kept}` : 'Write-only: sealed by the engine, never shown.'}
+          type="password"
+          autoComplete="new-password"
+          value={form.apiKey}
+          onChange={(v) => set('apiKey', v)}
+        />
+      ) : null}
+      {show.signingSecret ? (
+        <SecretInput
+          label="Signing secret (optional)"
+          isSet={!!editing?.signingSecret}
+          setText="A signing secret is set."
+          editing={editing !== undefined}
+          value={form.signingSecret}
+          clear={form.removeSigningSecret}
+          error={errorAt('signingSecret')}
+          newHint="16 to 1024 characters. Requests then carry x-coffer-signature (HMAC-SHA256) the receiver can verify."
+          clearLabel="Remove the signing secret (send unsigned)"
+          onChange={(v) => set('signingSecret', v)}
+          onClear={(v) => set('removeSigningSecret', v)}
+        />
+      ) : null}
+
+      <label className="check">
+        <input type="checkbox" checked={form.enabled} onChange={(e) => set('enabled', e.target.checked)} />
+        Enabled
+      </label>
+      {owner ? (
+        <div className="notify-private">
+          <label className="check">
+            <input
+              type="checkbox"
+              aria-describedby={warnId}
+              checked={form.allowPrivateTarget}
+              onChange={(e) => set('allowPrivateTarget', e.target.checked)}
+            />
+            Allow a private target
+          </label>
+          <p id={warnId} className="msg msg-warn notify-warn">
+            Owners only. Lets this channel reach private, loopback, link-local and cloud metadata addresses (a
+            receiver on your own network). Whoever can change the channel can then point the engine at
+            internal services. https, the no-credentials rule and the preview-domain block still apply.
+          </p>
+          {errorAt('allowPrivateTarget') ? (
+            <small className="field-error">{errorAt('allowPrivateTarget')}</small>
+          ) : null}
         </div>
-
-        {form.kind === 'chat-connector' ? (
-          <fieldset className="fieldset">
-            <legend>Send to</legend>
-            <label className="check">
-              <input
-                type="radio"
-                name="connector-via"
-                checked={form.connectorVia === 'url'}
-                onChange={() => set('connectorVia', 'url')}
-              />
-              A webhook URL (Teams Workflows or incoming webhook, Google Chat space)
-            </label>
-            <label className="check">
-              <input
-                type="radio"
-                name="connector-via"
-                checked={form.connectorVia === 'addresses'}
-                onChange={() => set('connectorVia', 'addresses')}
-              />
-              Email addresses (a Teams channel or Google group address)
-            </label>
-          </fieldset>
-        ) : null}
-
-        {show.url ? (
-          <ErrorField
-            label="URL"
-            error={errorAt('url')}
-            hint={
-              editing?.url
-                ? `Stored: ${editing.url.origin}/… ${kept}`
-                : 'https only; no user name or password in it. The path is kept secret once saved.'
-            }
-          >
-            {(p) => (
-              <input
-                {...p}
-                type="url"
-                inputMode="url"
-                autoComplete="off"
-                spellCheck={false}
-                value={form.url}
-                onChange={(e) => set('url', e.target.value)}
-              />
-            )}
-          </ErrorField>
-        ) : null}
-        {show.toAddresses ? (
-          <ErrorField
-            label="Email addresses"
-            error={errorAt('toAddresses')}
-            hint="One per line or separated by commas; at most 20."
-          >
-            {(p) => (
-              <textarea
-                {...p}
-                rows={3}
-                spellCheck={false}
-                value={form.toAddresses}
-                onChange={(e) => set('toAddresses', e.target.value)}
-              />
-            )}
-          </ErrorField>
-        ) : null}
-        {show.username ? (
-          <ErrorField label="User name" error={errorAt('username')} hint="The HTTP Basic user; no colon.">
-            {(p) => (
-              <input
-                {...p}
-                autoComplete="off"
-                value={form.username}
-                onChange={(e) => set('username', e.target.value)}
-              />
-            )}
-          </ErrorField>
-        ) : null}
-        {show.routingKey ? (
-          <ErrorField
-            label="Routing key"
-            error={errorAt('routingKey')}
-            hint={
-              editing?.routingKey ? `A routing key is set. ${kept}` : 'The integration key of the service.'
-            }
-          >
-            {(p) => (
-              <input
-                {...p}
-                type="password"
-                autoComplete="new-password"
-                value={form.routingKey}
-                onChange={(e) => set('routingKey', e.target.value)}
-              />
-            )}
-          </ErrorField>
-        ) : null}
-        {show.apiKey ? (
-          <ErrorField
-            label={form.kind === 'itsm-event' ? 'Password (API key)' : 'API key'}
-            error={errorAt('apiKey')}
-            hint={
-              editing?.apiKey ? `A key is set. ${kept}` : 'Write-only: sealed by the engine, never shown.'
-            }
-          >
-            {(p) => (
-              <input
-                {...p}
-                type="password"
-                autoComplete="new-password"
-                value={form.apiKey}
-                onChange={(e) => set('apiKey', e.target.value)}
-              />
-            )}
-          </ErrorField>
-        ) : null}
-        {show.signingSecret ? (
-          <SecretInput
-            label="Signing secret (optional)"
-            isSet={!!editing?.signingSecret}
-            setText="A signing secret is set."
-            editing={editing !== undefined}
-            value={form.signingSecret}
-            clear={form.removeSigningSecret}
-            error={errorAt('signingSecret')}
-            newHint="16 to 1024 characters. Requests then carry x-coffer-signature (HMAC-SHA256) the receiver can verify."
-            clearLabel="Remove the signing secret (send unsigned)"
-            onChange={(v) => set('signingSecret', v)}
-            onClear={(v) => set('removeSigningSecret', v)}
-          />
-        ) : null}
-
-        <label className="check">
-          <input type="checkbox" checked={form.enabled} onChange={(e) => set('enabled', e.target.checked)} />
-          Enabled
-        </label>
-        {owner ? (
-          <div className="notify-private">
-            <label className="check">
-              <input
-                type="checkbox"
-                aria-describedby={warnId}
-                checked={form.allowPrivateTarget}
-                onChange={(e) => set('allowPrivateTarget', e.target.checked)}
-              />
-              Allow a private target
-            </label>
-            <p id={warnId} className="msg msg-warn notify-warn">
-              Owners only. Lets this channel reach private, loopback, link-local and cloud metadata addresses
-              (a receiver on your own network). Whoever can change the channel can then point the engine at
-              internal services. https, the no-credentials rule and the preview-domain block still apply.
-            </p>
-            {errorAt('allowPrivateTarget') ? (
-              <small className="field-error">{errorAt('allowPrivateTarget')}</small>
-            ) : null}
-          </div>
-        ) : null}
-
-        <ErrorBox error={save.error} />
-        <div className="row">
-          <button type="submit" className="primary" disabled={save.isPending}>
-            {editing ? 'Save channel' : 'Add channel'}
-          </button>
-          <button type="button" onClick={onCancel}>
-            Cancel
-          </button>
-        </div>
-      </form>
-    </section>
+      ) : null}
+    </EditPanel>
   );
 }

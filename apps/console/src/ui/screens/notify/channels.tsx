@@ -6,8 +6,7 @@
 import { useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api } from '../../api/client.ts';
-import { ErrorBox } from '../../components/ui.tsx';
-import { ConfirmButton, TableRegion, Tag } from '../admin/common.tsx';
+import { ItemActions, TableRegion, Tag } from '../admin/common.tsx';
 import {
   type ChannelView,
   type DeliveryRecord,
@@ -48,40 +47,16 @@ function ChannelRow({
   onDone: (message: string) => void;
 }) {
   const client = useQueryClient();
-  const [busy, setBusy] = useState<'test' | 'toggle' | null>(null);
-  const [error, setError] = useState<unknown>(null);
   const [result, setResult] = useState<DeliveryRecord[] | null>(null);
   const usedBy = rules.filter((r) => r.channelIds.includes(c.id)).length;
 
   const sendTest = async () => {
-    setBusy('test');
-    setError(null);
     setResult(null);
-    try {
-      const { records } = await api.post<{ records: DeliveryRecord[] }>('/admin/notify/test', {
-        channelId: c.id,
-      });
-      setResult(records);
-      await client.invalidateQueries({ queryKey: HISTORY_KEY });
-    } catch (err) {
-      setError(err);
-    } finally {
-      setBusy(null);
-    }
-  };
-
-  const toggle = async () => {
-    setBusy('toggle');
-    setError(null);
-    try {
-      await api.post('/admin/notify/channels/update', { id: c.id, enabled: !c.enabled });
-      await client.invalidateQueries({ queryKey: NOTIFY_KEY });
-      onDone(`Channel ${c.name} is ${c.enabled ? 'disabled' : 'enabled'}.`);
-    } catch (err) {
-      setError(err);
-    } finally {
-      setBusy(null);
-    }
+    const { records } = await api.post<{ records: DeliveryRecord[] }>('/admin/notify/test', {
+      channelId: c.id,
+    });
+    setResult(records);
+    await client.invalidateQueries({ queryKey: HISTORY_KEY });
   };
 
   const accepted = result?.some((r) => r.accepted) ?? false;
@@ -104,54 +79,40 @@ function ChannelRow({
         {usedBy === 0 ? <span className="muted">no rule</span> : `${usedBy} rule${usedBy === 1 ? '' : 's'}`}
       </td>
       <td>
-        <div className="cell-actions">
-          <button
-            type="button"
-            aria-label={`Send test to ${c.name}`}
-            disabled={busy !== null}
-            onClick={() => void sendTest()}
-          >
-            {busy === 'test' ? 'Sending…' : 'Send test'}
-          </button>
-          <button type="button" aria-label={`Edit ${c.name}`} onClick={onEdit}>
-            Edit
-          </button>
-          <button
-            type="button"
-            aria-label={`${c.enabled ? 'Disable' : 'Enable'} ${c.name}`}
-            disabled={busy !== null}
-            onClick={() => void toggle()}
-          >
-            {c.enabled ? 'Disable' : 'Enable'}
-          </button>
-          <ConfirmButton
-            label="Delete"
-            accessibleLabel={`Delete ${c.name}`}
-            title={`Delete the channel ${c.name}?`}
-            confirmLabel="Delete channel"
-            danger
-            action={async () => {
-              const r = await api.post<{ deleted: boolean }>('/admin/notify/channels/delete', { id: c.id });
-              await client.invalidateQueries({ queryKey: NOTIFY_KEY });
-              onDone(r.deleted ? `Channel ${c.name} was deleted.` : `Channel ${c.name} was already gone.`);
-            }}
-          >
-            <p>
-              Nothing more is sent to it.{' '}
-              {usedBy > 0
-                ? `The ${usedBy} rule${usedBy === 1 ? '' : 's'} naming it keep the id and skip it; a rule left without another channel delivers nowhere.`
-                : null}
-            </p>
-          </ConfirmButton>
-        </div>
-        {result ? (
-          <div className={`msg ${accepted ? 'msg-ok' : 'msg-error'} notify-test-result`} role="status">
-            {result.length === 0
-              ? 'The engine returned no delivery record.'
-              : result.map((r) => <div key={r.id}>Test {outcomeText(r)}</div>)}
-          </div>
-        ) : null}
-        <ErrorBox error={error} />
+        <ItemActions
+          path="/admin/notify/channels"
+          queryKey={NOTIFY_KEY}
+          id={c.id}
+          name={c.name}
+          subject={`Channel ${c.name}`}
+          enabled={c.enabled}
+          test={{
+            label: 'Send test',
+            busyLabel: 'Sending…',
+            accessibleLabel: `Send test to ${c.name}`,
+            run: sendTest,
+          }}
+          result={
+            result ? (
+              <div className={`msg ${accepted ? 'msg-ok' : 'msg-error'} notify-test-result`} role="status">
+                {result.length === 0
+                  ? 'The engine returned no delivery record.'
+                  : result.map((r) => <div key={r.id}>Test {outcomeText(r)}</div>)}
+              </div>
+            ) : null
+          }
+          deleteTitle={`Delete the channel ${c.name}?`}
+          confirmLabel="Delete channel"
+          onEdit={onEdit}
+          onDone={onDone}
+        >
+          <p>
+            Nothing more is sent to it.{' '}
+            {usedBy > 0
+              ? `The ${usedBy} rule${usedBy === 1 ? '' : 's'} naming it keep the id and skip it; a rule left without another channel delivers nowhere.`
+              : null}
+          </p>
+        </ItemActions>
       </td>
     </tr>
   );

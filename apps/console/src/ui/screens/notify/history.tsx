@@ -5,8 +5,9 @@
  * send, and every 15 seconds while the screen is open.
  */
 import { useQuery } from '@tanstack/react-query';
-import { useId, useState } from 'react';
+import { useState } from 'react';
 import { api } from '../../api/client.ts';
+import { ListSection } from '../../components/list.tsx';
 import { ErrorBox, formatTime, Loading } from '../../components/ui.tsx';
 import { TableRegion, Tag } from '../admin/common.tsx';
 import { type ChannelView, DELIVERY_ERRORS, HISTORY_KEY, type HistoryRow, partsOf } from './types.ts';
@@ -14,7 +15,6 @@ import { type ChannelView, DELIVERY_ERRORS, HISTORY_KEY, type HistoryRow, partsO
 const PAGE = 50;
 
 export function DeliveryHistory({ channels }: { channels: ChannelView[] }) {
-  const headingId = useId();
   const [shown, setShown] = useState(PAGE);
   const history = useQuery({
     queryKey: HISTORY_KEY,
@@ -25,13 +25,14 @@ export function DeliveryHistory({ channels }: { channels: ChannelView[] }) {
   const nameOf = (id: string | null) => (id === null ? undefined : channels.find((c) => c.id === id)?.name);
 
   return (
-    <section aria-labelledby={headingId}>
-      <div className="notify-section-head">
-        <h2 id={headingId}>Delivery history</h2>
-        <button type="button" disabled={history.isFetching} onClick={() => void history.refetch()}>
-          {history.isFetching && !history.isPending ? 'Refreshing…' : 'Refresh history'}
-        </button>
-      </div>
+    <ListSection
+      title="Delivery history"
+      action={{
+        label: history.isFetching && !history.isPending ? 'Refreshing…' : 'Refresh history',
+        disabled: history.isFetching,
+        onClick: () => void history.refetch(),
+      }}
+    >
       {history.isPending ? <Loading what="Loading deliveries" /> : null}
       <ErrorBox error={history.error} onRetry={() => void history.refetch()} />
       {history.data && records.length === 0 ? <p className="muted">Nothing has been sent yet.</p> : null}
@@ -109,6 +110,6 @@ export function DeliveryHistory({ channels }: { channels: ChannelView[] }) {
           ) : null}
         </>
       ) : null}
-    </section>
+    </ListSection>
   );
 }

@@ -3,9 +3,7 @@
  * engine reports as delivering nowhere (`nowhere` of `GET /admin/notify/channels`: every channel
  * it names is deleted or disabled). Edit and delete (confirmed) per rule.
  */
-import { useQueryClient } from '@tanstack/react-query';
-import { api } from '../../api/client.ts';
-import { ConfirmButton, TableRegion, Tag } from '../admin/common.tsx';
+import { ItemActions, TableRegion, Tag } from '../admin/common.tsx';
 import { type ChannelView, NOTIFY_KEY, type Rule, scopeText } from './types.ts';
 
 function channelNames(rule: Rule, channels: ChannelView[]): string {
@@ -31,7 +29,6 @@ export function RulesTable({
   onEdit: (r: Rule) => void;
   onDone: (message: string) => void;
 }) {
-  const client = useQueryClient();
   return (
     <TableRegion label="Rules">
       <table className="notify-table">
@@ -67,27 +64,19 @@ export function RulesTable({
                 )}
               </td>
               <td>
-                <div className="cell-actions">
-                  <button type="button" aria-label={`Edit rule ${r.id}`} onClick={() => onEdit(r)}>
-                    Edit
-                  </button>
-                  <ConfirmButton
-                    label="Delete"
-                    accessibleLabel={`Delete rule ${r.id}`}
-                    title={`Delete the rule ${r.id}?`}
-                    confirmLabel="Delete rule"
-                    danger
-                    action={async () => {
-                      const a = await api.post<{ deleted: boolean }>('/admin/notify/rules/delete', {
-                        id: r.id,
-                      });
-                      await client.invalidateQueries({ queryKey: NOTIFY_KEY });
-                      onDone(a.deleted ? `Rule ${r.id} was deleted.` : `Rule ${r.id} was already gone.`);
-                    }}
-                  >
-                    <p>The events it selects are no longer sent to its channels by this rule.</p>
-                  </ConfirmButton>
-                </div>
+                <ItemActions
+                  path="/admin/notify/rules"
+                  queryKey={NOTIFY_KEY}
+                  id={r.id}
+                  name={`rule ${r.id}`}
+                  subject={`Rule ${r.id}`}
+                  deleteTitle={`Delete the rule ${r.id}?`}
+                  confirmLabel="Delete rule"
+                  onEdit={() => onEdit(r)}
+                  onDone={onDone}
+                >
+                  <p>The events it selects are no longer sent to its channels by this rule.</p>
+                </ItemActions>
               </td>
             </tr>
           ))}
