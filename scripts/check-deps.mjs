@@ -32,8 +32,9 @@ const allowed = {
   '@coffer/recover': ['@coffer/crypto', '@coffer/objectstore', '@coffer/archive', '@coffer/sources'],
   '@coffer/engine': '*',
   // The console's UI bundles the browser build of @coffer/crypto (the break-glass key is made in the
-  // browser); its end-to-end tests start the engine (a devDependency only, checked below).
-  '@coffer/console': ['@coffer/crypto', '@coffer/engine'],
+  // browser); its end-to-end tests start the engine and sign update channels (devDependencies only,
+  // checked below).
+  '@coffer/console': ['@coffer/crypto', '@coffer/engine', '@coffer/update'],
 };
 
 /**
@@ -57,6 +58,8 @@ const FOUNDATION = new Set([
   'version.ts',
   'context.ts',
   'node-flags.ts',
+  // Which program runs (the installed one or a promoted release): loaded before anything else.
+  'launcher.ts',
   // The engine's notification event bus (app.events): every room raises into it.
   'events.ts',
 ]);
@@ -65,6 +68,7 @@ const engineRooms = {
   root: '*',
   routes: [
     'plugins',
+    'canary',
     'updates',
     'sso',
     'notify',
@@ -81,6 +85,7 @@ const engineRooms = {
     'foundation',
   ],
   plugins: [
+    'canary',
     'updates',
     'sso',
     'notify',
@@ -105,6 +110,9 @@ const engineRooms = {
   sso: ['foundation'],
   // The update lifecycle: @coffer/update's machine over the state store's update_state table.
   updates: ['state', 'foundation'],
+  // The integrity canary: @coffer/archive into each destination's `_canary/` namespace, flights in
+  // the settings store, dead flights audited; flight ids are run ids.
+  canary: ['runs', 'audit', 'state', 'foundation'],
   runs: ['jobs', 'tasks', 'connections', 'state', 'foundation'],
   jobs: ['connections', 'foundation'],
   audit: ['auth', 'state', 'foundation'],
@@ -145,8 +153,12 @@ for (const top of ['packages', 'apps']) {
       for (const dep of Object.keys(deps ?? {})) {
         if (!dep.startsWith('@coffer/')) continue;
         if (dep === '@coffer/testkit' && kind === 'devDependencies') continue;
-        if (pkg.name === '@coffer/console' && dep === '@coffer/engine' && kind !== 'devDependencies')
-          fail('@coffer/console may use @coffer/engine only in its tests (devDependencies)');
+        if (
+          pkg.name === '@coffer/console' &&
+          (dep === '@coffer/engine' || dep === '@coffer/update') &&
+          kind !== 'devDependencies'
+        )
+          fail(`@coffer/console may use ${dep} only in its tests (devDependencies)`);
         if (rule === '*' ? dep === '@coffer/engine' : !rule.includes(dep))
           fail(`${pkg.name} may not depend on ${dep} (${kind}); see ARCHITECTURE.md "Packages"`);
       }

@@ -105,6 +105,70 @@ t.test('the three families are forwarded verbatim', async (t) => {
   t.equal(up.seen.length, before, 'other paths are not forwarded');
 });
 
+t.test('a live update step: the deploy-token header reaches the engine unchanged', async (t) => {
+  // The engine takes the one-shot token from `x-engine-deploy-token` (docs/updates.md "Deploy
+  // token"); the console forwards every request header, this one included, and adds none.
+  const up = await upstream(t);
+  const app = await buildConsole(
+    loadConsoleConfig({ CONSOLE_ENGINE_URL: up.url, CONSOLE_UI_DIR: UI_DIR, CONSOLE_LOG_LEVEL: 'silent' }),
+  );
+  const url = await app.listen({ host: '127.0.0.1', port: 0 });
+  t.teardown(() => app.close());
+  const token = `cfu_${'a'.repeat(24)}.${'B'.repeat(43)}`;
+  const r = await fetch(`${url}/admin/update/apply`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      origin: 'http://console.example',
+      cookie: '__Host-engine_session=abc',
+      'x-engine-csrf': 'c1',
+      'x-engine-stepup': 'cfs_s',
+      'x-engine-deploy-token': token,
+    },
+    body: JSON.stringify({ dryRun: false }),
+  });
+  t.equal(r.status, 201);
+  await r.arrayBuffer();
+  const s = up.seen.at(-1)!;
+  t.equal(s.url, '/admin/update/apply');
+  t.equal(s.headers['x-engine-deploy-token'], token, 'the deploy token, byte for byte');
+  t.equal(s.headers['x-engine-stepup'], 'cfs_s', 'beside the step-up proof');
+  t.same(JSON.parse(s.body.toString('utf8')), { dryRun: false });
+
+  // ramp/settle carries it too; a request without it reaches the engine without it.
+  await (
+    await fetch(`${url}/admin/update/ramp/settle`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-engine-deploy-token': token },
+      body: '{"verdict":"alive"}',
+    })
+  ).arrayBuffer();
+  t.equal(up.seen.at(-1)!.headers['x-engine-deploy-token'], token, 'ramp/settle: forwarded');
+  await (
+    await fetch(`${url}/admin/update/apply`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
+    })
+  ).arrayBuffer();
+  t.equal(up.seen.at(-1)!.headers['x-engine-deploy-token'], undefined, 'none added when absent');
+
+  // A CORS preflight naming the header reaches the engine, which answers for its own origin.
+  await (
+    await fetch(`${url}/admin/update/apply`, {
+      method: 'OPTIONS',
+      headers: {
+        origin: 'http://console.example',
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'content-type,x-engine-deploy-token',
+      },
+    })
+  ).arrayBuffer();
+  const pre = up.seen.at(-1)!;
+  t.equal(pre.method, 'OPTIONS');
+  t.equal(pre.headers['access-control-request-headers'], 'content-type,x-engine-deploy-token');
+});
+
 t.test('single sign-on routes: redirects, cookies and the SAML form post pass through', async (t) => {
   // The engine's pre-auth SSO routes answer 302 with Set-Cookie: the console must not follow the
   // redirect, rewrite its Location or drop a cookie, and must pass a form-encoded ACS post as is.

@@ -21,6 +21,7 @@ import {
   screenshot,
   signInFirstOwner,
   startStack,
+  triggerRun,
 } from './helpers/stack.ts';
 
 const FILES: Record<string, Buffer> = {
@@ -58,17 +59,7 @@ async function backedUpJob(stack: Stack, id: string, files: Record<string, Buffe
     source: { type: 'files', path: src },
   });
   if (job.status !== 200) throw new Error(`job upsert ${job.status} ${JSON.stringify(job.body)}`);
-  const trig = await stack.admin('POST', '/admin/trigger', { id });
-  let runId: string;
-  if (trig.status === 200) runId = trig.body.runId as string;
-  else if (trig.status === 409) {
-    // A job that never ran is due at once: the engine's own tick may have started it first.
-    const h = await stack.admin('GET', `/admin/history?id=${id}`);
-    const running = (h.body.runs as { runId: string; status: string }[]).find((r) => r.status === 'running');
-    if (running === undefined)
-      throw new Error(`trigger 409 and no run in flight ${JSON.stringify(trig.body)}`);
-    runId = running.runId;
-  } else throw new Error(`trigger ${trig.status} ${JSON.stringify(trig.body)}`);
+  const runId = await triggerRun(stack, id);
   const deadline = Date.now() + 90_000;
   while (Date.now() < deadline) {
     const h = await stack.admin('GET', `/admin/history?id=${id}`);

@@ -8,7 +8,14 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { decodeKeyFile, fingerprint, recipientPublicKeyFromSecret } from '@coffer/crypto';
 import t from 'tap';
-import { ADMIN_TOKEN, assertAccessible, RECOVER_CLI, screenshot, startStack } from './helpers/stack.ts';
+import {
+  ADMIN_TOKEN,
+  assertAccessible,
+  RECOVER_CLI,
+  screenshot,
+  startStack,
+  triggerRun,
+} from './helpers/stack.ts';
 
 t.test('first-run set-up: first owner, break-glass key in the browser, offline recovery', async (t) => {
   const stack = await startStack(t, { withoutBreakGlassKey: true });
@@ -106,12 +113,11 @@ t.test('first-run set-up: first owner, break-glass key in the browser, offline r
     ).status,
     200,
   );
-  const trig = await stack.admin('POST', '/admin/trigger', { id: 'docs' });
-  t.equal(trig.status, 200, JSON.stringify(trig.body));
+  const runId = await triggerRun(stack, 'docs');
   let run: { runId: string; status: string } | undefined;
   for (let i = 0; i < 300; i++) {
     const h = await stack.admin('GET', '/admin/history?id=docs');
-    run = h.body.runs?.[0];
+    run = (h.body.runs as { runId: string; status: string }[] | undefined)?.find((r) => r.runId === runId);
     if (run && run.status !== 'running' && run.status !== 'parked') break;
     await new Promise((r) => setTimeout(r, 200));
   }

@@ -28,6 +28,7 @@ import { migrateJobs } from './connections/migrate.ts';
 import type { DrillSchedulerOptions } from './drills/scheduler.ts';
 import { type EngineKeys, loadKeys } from './keys.ts';
 import authPlugin from './plugins/auth.ts';
+import canaryPlugin, { type CanaryPluginOptions } from './plugins/canary.ts';
 import capabilityPlugin from './plugins/capability.ts';
 import conventions from './plugins/conventions.ts';
 import corePlugin from './plugins/core.ts';
@@ -75,6 +76,8 @@ export interface BuildAppOptions {
   notify?: NotifyPluginOptions;
   /** Update lifecycle overrides (tests: the running engine version, a clock); never from the environment. */
   updates?: UpdatesPluginOptions;
+  /** Integrity canary overrides (tests: a short timer, the sweep grace); never from the environment. */
+  canary?: CanaryPluginOptions;
 }
 
 export const REDACT_PATHS = [
@@ -201,6 +204,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   await app.register(auditPlugin, { state: app.state });
   await app.register(drillsPlugin, options.drills ?? {});
   await app.register(restoresPlugin, options.restore?.now ? { now: options.restore.now } : {});
+  await app.register(canaryPlugin, options.canary ?? {});
   await recordStartFacts(app.audit, app.state, config, app.log);
   // Before any run can start: stored inline redis/s3 sources to named connections (or flagged).
   await migrateJobs(app.state, config.connections, app.log);

@@ -55,6 +55,8 @@ export interface EngineConfig {
   tickSeconds: number;
   /** ENGINE_RUN_LEASE_SECONDS: run-lock lease time to live (default 60). */
   runLeaseSeconds: number;
+  /** ENGINE_CANARY_INTERVAL_SECONDS: how often the integrity canary flies (default 3600, at least 60). */
+  canaryIntervalSeconds: number;
   /** ENGINE_DESTINATIONS: extra destinations (`default` is always the local store in the data dir). */
   destinations: { id: string; url: string }[];
   /** ENGINE_CONNECTIONS_FILE: named redis/s3 connections and drill scratch targets (src/connections). */
@@ -91,7 +93,9 @@ export interface EngineConfig {
    * signer's public key file text (ENGINE_UPDATE_SIGNER_PUBLIC_KEY_FILE, required with a channel);
    * `ca` PEM certificates trusted instead of the system roots (ENGINE_UPDATE_CA_FILE); `deployer`
    * (ENGINE_UPDATE_DEPLOYER) `directory` (default: releases under `<data dir>/releases/`) or
-   * `container` (the orchestrator swaps the image ENGINE_UPDATE_IMAGE names).
+   * `container` (the orchestrator swaps the image ENGINE_UPDATE_IMAGE names); `settleDelaySeconds`
+   * (ENGINE_UPDATE_SETTLE_DELAY_SECONDS, default 30) how long a freshly promoted engine runs before
+   * its settling canary flies, unless a canary flight comes first.
    */
   update:
     | {
@@ -100,6 +104,7 @@ export interface EngineConfig {
         ca: string | undefined;
         deployer: 'directory' | 'container';
         image: string | undefined;
+        settleDelaySeconds: number;
       }
     | undefined;
 }
@@ -376,7 +381,8 @@ function updateConfig(env: Env, cwd: string): EngineConfig['update'] {
   const text = readable('ENGINE_UPDATE_SIGNER_PUBLIC_KEY_FILE', path);
   if (!/BEGIN /.test(text) || /SECRET|PRIVATE/i.test(text))
     throw new ConfigError('ENGINE_UPDATE_SIGNER_PUBLIC_KEY_FILE', 'must hold a signer PUBLIC key file');
-  return { channel: location, signerPublicKey: { path, text }, ca, deployer, image };
+  const settleDelaySeconds = seconds(env, 'ENGINE_UPDATE_SETTLE_DELAY_SECONDS', 30, 0, 86_400);
+  return { channel: location, signerPublicKey: { path, text }, ca, deployer, image, settleDelaySeconds };
 }
 
 function firstOwnerEmail(env: Env): string | undefined {
@@ -460,6 +466,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     logLevel,
     tickSeconds: seconds(env, 'ENGINE_TICK_SECONDS', 900, 5, 86_400),
     runLeaseSeconds: seconds(env, 'ENGINE_RUN_LEASE_SECONDS', 60, 5, 3600),
+    canaryIntervalSeconds: seconds(env, 'ENGINE_CANARY_INTERVAL_SECONDS', 3600, 60, 86_400),
     destinations: destinations(env, cwd),
     connections: loadConnections(env, cwd, dataDir),
     restoreReads: {
@@ -502,6 +509,7 @@ export const CONFIG_VARIABLES = [
   'ENGINE_LOG_LEVEL',
   'ENGINE_TICK_SECONDS',
   'ENGINE_RUN_LEASE_SECONDS',
+  'ENGINE_CANARY_INTERVAL_SECONDS',
   'ENGINE_DESTINATIONS',
   'ENGINE_CONNECTIONS_FILE',
   'ENGINE_RESTORE_READS_PER_ENGINE',
@@ -520,4 +528,5 @@ export const CONFIG_VARIABLES = [
   'ENGINE_UPDATE_CA_FILE',
   'ENGINE_UPDATE_DEPLOYER',
   'ENGINE_UPDATE_IMAGE',
+  'ENGINE_UPDATE_SETTLE_DELAY_SECONDS',
 ] as const;

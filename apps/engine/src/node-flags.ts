@@ -45,25 +45,36 @@ export function missingNodeEnv(env: NodeJS.ProcessEnv): Record<string, string> {
   return Object.fromEntries(Object.entries(ENGINE_NODE_ENV).filter(([k]) => env[k] === undefined));
 }
 
+type Execve = (file: string, args: string[], env: NodeJS.ProcessEnv) => never;
+
+/** `process.execve` where the platform has it (Node >= 22.15 / 23.11 on POSIX), else null. */
+export function execveOf(): Execve | null {
+  const execve = (process as { execve?: Execve }).execve;
+  return typeof execve === 'function' ? execve.bind(process) : null;
+}
+
 /**
  * Re-executes this process with the engine's Node flags when some are missing; returns (and the
  * caller carries on) when nothing is missing, when already re-executed, or when the platform
  * cannot (then the engine simply runs with Node's defaults).
+ *
+ * With `into`, the process is re-executed into that script (a promoted release, launcher.ts)
+ * whether or not flags are missing; it returns only when the platform cannot re-execute (the
+ * caller then loads the release in this process).
  */
-export function applyEngineNodeFlags(): void {
-  if (process.env[MARK] === '1') return;
-  const execve = (process as { execve?: (file: string, args: string[], env: NodeJS.ProcessEnv) => never })
-    .execve;
-  if (typeof execve !== 'function') return;
+export function applyEngineNodeFlags(into?: { script: string; env: NodeJS.ProcessEnv }): void {
+  if (into === undefined && process.env[MARK] === '1') return;
+  const execve = execveOf();
+  if (execve === null) return;
   const flags = missingNodeFlags(process.execArgv, process.env.NODE_OPTIONS);
   const env = missingNodeEnv(process.env);
-  if (flags.length === 0 && Object.keys(env).length === 0) return;
+  if (into === undefined && flags.length === 0 && Object.keys(env).length === 0) return;
+  const script = into?.script ?? process.argv[1]!;
   try {
-    execve.call(
-      process,
+    execve(
       process.execPath,
-      [process.execPath, ...flags, ...process.execArgv, ...process.argv.slice(1)],
-      { ...process.env, ...env, [MARK]: '1' },
+      [process.execPath, ...flags, ...process.execArgv, script, ...process.argv.slice(2)],
+      { ...(into?.env ?? process.env), ...env, [MARK]: '1' },
     );
   } catch {
     // Not permitted here (seccomp, exotic runtime): run with Node's defaults.

@@ -102,6 +102,14 @@ export const SCREENS: ScreenRoute[] = [
     nav: true,
   },
   {
+    path: '/updates',
+    title: 'Updates',
+    component: screen(() => import('./screens/updates.tsx'), 'Updates'),
+    // Reads for anyone signed in; the writes (keys.ceremony) are hidden for other roles on the screen.
+    capability: null,
+    nav: true,
+  },
+  {
     path: '/setup',
     title: 'Set-up',
     component: screen(() => import('./screens/setup.tsx'), 'Setup'),

@@ -306,3 +306,26 @@ export async function screenshot(page: Page, name: string): Promise<void> {
   mkdirSync(dir, { recursive: true });
   await page.screenshot({ path: join(dir, `${name}.png`), fullPage: true });
 }
+
+/**
+ * Starts a run of a freshly created job and returns its run id. A job that never ran is due at
+ * once, so the engine's own tick (5 s here) may have started it first: the trigger then answers
+ * 409 (`job has a run in flight`) and that run is the one to follow. The 409 names it when the
+ * engine knows it; otherwise (the tick was still claiming) the job's newest run is it, whatever
+ * its status by now, since a fresh job has no other run (a fast run may already be over).
+ */
+export async function triggerRun(stack: Stack, id: string): Promise<string> {
+  const trig = await stack.admin('POST', '/admin/trigger', { id });
+  if (trig.status === 200) return trig.body.runId as string;
+  if (trig.status === 409 && trig.body?.error === 'job has a run in flight') {
+    if (typeof trig.body.runId === 'string') return trig.body.runId;
+    const deadline = Date.now() + 10_000;
+    while (Date.now() < deadline) {
+      const h = await stack.admin('GET', `/admin/history?id=${encodeURIComponent(id)}`);
+      const runs = (h.body.runs ?? []) as { runId: string; startedAt?: string }[];
+      if (runs[0] !== undefined) return runs[0].runId;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  throw new Error(`trigger ${trig.status} ${JSON.stringify(trig.body)}`);
+}

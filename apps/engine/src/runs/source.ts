@@ -6,7 +6,6 @@
  * connection of ENGINE_CONNECTIONS_FILE, whose credential variables are read at open time and
  * handed to the connector only.
  */
-import { createRequire } from 'node:module';
 import { type ConnectionsConfig, NO_CONNECTIONS } from '../connections/config.ts';
 import { type JobSource, jobSourceConfig } from './source-config.ts';
 
@@ -64,10 +63,9 @@ let loaded: Promise<SourcesModule> | null = null;
 /** @coffer/sources, loaded once (resolved from this package's dependencies). */
 export function sourcesModule(): Promise<SourcesModule> {
   if (!loaded) {
-    const require = createRequire(import.meta.url);
-    const spec = '@coffer/sources';
-    // Resolved at run time so the engine builds while the package's surface is still settling.
-    loaded = import(require.resolve(spec)).then((m) => m as SourcesModule);
+    // Loaded lazily (a sources-free engine start stays light) and by its static name, so a
+    // bundled release carries it.
+    loaded = import('@coffer/sources').then((m) => m as unknown as SourcesModule);
   }
   return loaded;
 }

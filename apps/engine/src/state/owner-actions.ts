@@ -2,15 +2,28 @@
  * Owner-action dual control (docs/identity.md "Owner-action dual control"): the gate's durable
  * switch and the queue of pending owner actions (approvals of kind `owner-action`). While the gate
  * is armed, the named owner actions are queued instead of carried out, and a second owner
- * approves or rejects each one (maker is not checker, single use, 24 hours).
+ * approves or rejects each one (maker is not checker, single use, 24 hours). The update-approval
+ * policy (updates/approval.ts) queues its owner actions in the same queue, armed or not.
  */
 
 import { randomBytes } from 'node:crypto';
 import type { ApprovalRecord, State } from '@coffer/state';
 
 export const OWNER_ACTION_GATE = 'identity.owner-action-gate';
-/** The owner actions the gate holds back. */
-export const OWNER_ACTIONS = ['credential-mint', 'admin-token-retire', 'owner-grant', 'gate-disarm'] as const;
+/**
+ * The owner actions: the first four are what the gate holds back; `update-apply` (a live apply or
+ * ramp the update-approval policy holds for a second owner) and `update-policy` (lowering that
+ * policy from `all` to `migrations`) are queued whether or not the gate is armed
+ * (updates/approval.ts).
+ */
+export const OWNER_ACTIONS = [
+  'credential-mint',
+  'admin-token-retire',
+  'owner-grant',
+  'gate-disarm',
+  'update-apply',
+  'update-policy',
+] as const;
 export type OwnerAction = (typeof OWNER_ACTIONS)[number];
 export const OWNER_ACTION_TTL_MS = 24 * 3600 * 1000;
 

@@ -5,14 +5,23 @@
  * offers, and runs apply, ramp, settle and rollback through the machine, persisting each record
  * the machine hands back before the effect that follows it.
  *
- * What this engine version does not do yet: promote. A live apply or ramp goes as far as the
- * inert upload and its read-back gate (releases under `<data dir>/releases/<version>/`, the
- * console's under `<data dir>/console-releases/<version>/`) and stops before the promote step with
- * outcome `uploaded`; nothing live changes and the record stays `pending` / `uploading` (a new
- * apply replaces it). Switching the `current` pointer, re-executing the engine into it, and the
- * canary flight that settles a promote are the remaining part of issue #19. `settle`, `ramp/settle`
- * and `rollback` run the machine over a persisted record (their refusals are complete; a promote
- * they would need stops the same way).
+ * Promote (docs/updates.md "Promote and restart"): the console's pointer switches in place; the
+ * engine's `current` pointer switches to the unpacked release (release-artefact.ts) and the engine
+ * then restarts into it: the record is persisted `settling` first, the request is answered
+ * `restarting` (202), and the `restart` hook (main.ts: close the app, re-execute through the
+ * launcher, same process id) runs after the reply. The new program settles the record at start
+ * (`resumeAfterStart`): by the canary after ENGINE_UPDATE_SETTLE_DELAY_SECONDS or at the first
+ * canary flight before that (`settleByCanary`), with the specification's retries for an undecided
+ * verdict; a dead canary persists the outcome, switches the pointer back and restarts again. A
+ * promoted release the launcher could not enter (launcher.ts boot counter) is settled dead by the
+ * installed program that runs instead. In container mode the orchestrator swaps the image and the
+ * new container settles the same way.
+ *
+ * Ramp: a replica follows a ramp when `inRamp(instanceId, version, percentage)` (its stable
+ * instance id), both when it takes the request and when it reconciles (`reconcileReplica`, at
+ * start and after every canary flight): the version each replica should run follows the latest
+ * ramp-shaped record (in the ramp: the target; otherwise, or after a dead verdict, the version it
+ * came from; after `ramp/settle alive`, the target everywhere).
  *
  * Security-relevant behaviour: the channel is trusted only through the pinned signer key file
  * (both signature halves); the accepted sequence and digest are persisted so a replayed or lowered
@@ -20,9 +29,13 @@
  * raised; artefacts are downloaded only against the one verified document; a live step needs the
  * deploy token, checked by the route before this service is called.
  */
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import {
   advance,
+  CANARY_RETRY_SCHEDULE,
+  type CanaryVerdict,
   type ChannelTrust,
   type ComponentName,
   ContainerDeployer,
@@ -30,8 +43,10 @@ import {
   createUpdateExecutor,
   type Deployer,
   DirectoryDeployer,
+  downloadArtefact,
   type Effect,
   fetchChannel,
+  inRamp,
   isUpdateError,
   LIFECYCLE_STEPS,
   type LifecycleStep,
@@ -53,8 +68,10 @@ import {
 import type { FastifyBaseLogger } from 'fastify';
 import type { EngineConfig } from '../config.ts';
 import { ConfigError } from '../errors.ts';
+import { baseVersion, clearBootMark, currentRelease } from '../launcher.ts';
 import type { State } from '../state/index.ts';
 import { ENGINE_VERSION } from '../version.ts';
+import { unpackEngineRelease } from './release-artefact.ts';
 import { type AcceptedChannel, type Floors, UpdateStore } from './store.ts';
 
 /** The state schema epoch this engine build runs on (until an update settles another one). */
@@ -74,7 +91,8 @@ export interface UpdateResult {
     | 'rolled-back'
     | 'rollback-failed'
     | 'awaiting-canary'
-    | 'ramping';
+    | 'ramping'
+    | 'restarting';
   step: EngineStep | null;
   code: UpdateErrorCode | null;
   message: string | null;
@@ -83,6 +101,14 @@ export interface UpdateResult {
   record: UpdateRecord | null;
   /** Container mode: what the orchestrator must do once the release is uploaded. */
   orchestrator?: { message: string };
+  /** The engine restarts into another program after this reply (the pointer moved). */
+  restart?: boolean;
+}
+
+/** The canary as the update lifecycle uses it (plugins/canary.ts `app.canary`). */
+export interface CanaryPort {
+  fly(trigger: 'schedule' | 'tick' | 'settle' | 'boot'): Promise<{ verdict: CanaryVerdict }>;
+  selfCheck(): Promise<'alive' | 'dead'>;
 }
 
 export interface ComponentView {
@@ -129,6 +155,17 @@ export interface UpdateServiceOptions {
   engineVersion?: string;
   /** Test-only: the clock (ms since the epoch). */
   now?: () => number;
+  /** The canary; without it every verdict is `undecided` (the record awaits an operator). */
+  canary?: CanaryPort;
+  /** This replica's stable instance id (runs/instance-id.ts), for the ramp. */
+  instanceId?: string;
+  /**
+   * Restarts the process into whatever program the pointer names (main.ts: close, re-execute).
+   * Without it (an engine inside a test process) a moved pointer is only logged.
+   */
+  restart?: () => Promise<void> | void;
+  /** Test-only: waits between canary retries (default a real timer). */
+  wait?: (ms: number) => Promise<void>;
 }
 
 const INPUT_CODES: ReadonlySet<string> = new Set([
@@ -155,7 +192,23 @@ export class UpdateService {
   readonly #log: FastifyBaseLogger;
   readonly #now: () => number;
   readonly #trust: ChannelTrust | undefined;
+  readonly #canary: CanaryPort | undefined;
+  readonly #instanceId: string;
+  readonly #restart: UpdateServiceOptions['restart'];
+  readonly #wait: (ms: number) => Promise<void>;
+  readonly #base: string;
   #checking: Promise<UpdatesView> | null = null;
+  /** Set when the engine pointer now names another program than the running one. */
+  #moved = false;
+  #restartScheduled = false;
+  #settleTimer: NodeJS.Timeout | null = null;
+  /** One settle or reconcile at a time (a canary flight and a timer may race). */
+  #serial: Promise<unknown> = Promise.resolve();
+  /**
+   * Work in progress (a drive, or a settle/reconcile): the canary's listener does not queue
+   * behind it, because the work itself may be waiting for that very flight (re-entrancy).
+   */
+  #busy = 0;
 
   constructor(options: UpdateServiceOptions) {
     this.store = new UpdateStore(options.state);
@@ -163,6 +216,11 @@ export class UpdateService {
     this.#config = options.config;
     this.#log = options.log;
     this.#now = options.now ?? Date.now;
+    this.#canary = options.canary;
+    this.#instanceId = options.instanceId ?? 'single';
+    this.#restart = options.restart;
+    this.#wait = options.wait ?? ((ms) => sleep(ms));
+    this.#base = baseVersion(this.engineVersion);
     const u = options.config.update;
     if (u !== undefined) {
       try {
@@ -196,21 +254,33 @@ export class UpdateService {
     return new DirectoryDeployer({ dataDir: this.#config.dataDir, component: 'console' });
   }
 
+  #engineDirectory(): DirectoryDeployer {
+    return new DirectoryDeployer({ dataDir: this.#config.dataDir, unpack: unpackEngineRelease });
+  }
+
   #deployers(): Partial<Record<ComponentName, Deployer>> {
     const u = this.#config.update;
     const running = this.engineVersion;
     let engine: Deployer;
     if (u?.deployer === 'container') engine = new ContainerDeployer({ image: u.image ?? 'unset', running });
     else {
-      const d = new DirectoryDeployer({ dataDir: this.#config.dataDir });
-      // The running process is the live engine until promote and re-exec exist: the pointer, when
-      // set, names a release; without it the live version is the one running.
+      const d = this.#engineDirectory();
+      const base = this.#base;
+      const dataDir = this.#config.dataDir;
       engine = {
         mode: d.mode,
-        live: async () => (await d.live()) ?? running,
+        // Without a pointer the installed program runs (launcher.ts).
+        live: async () => (await d.live()) ?? base,
         upload: (v, p) => d.upload(v, p),
         readBack: (v) => d.readBack(v),
-        promote: (v) => d.promote(v),
+        promote: async (v) => {
+          // The installed program is not a release: going back to it removes the pointer.
+          const toBase = v === null || (v === base && !existsSync(join(d.releasesDir, v, 'release.json')));
+          const note = await d.promote(toBase ? null : v);
+          const now = currentRelease(dataDir) ?? base;
+          this.#moved = now !== running;
+          return note;
+        },
       };
     }
     return { engine, console: this.#consoleDeployer() };
@@ -349,7 +419,9 @@ export class UpdateService {
       configured: this.configured,
       deployer: this.#config.update?.deployer ?? null,
       destinationConfigured: this.destinationConfigured,
-      promote: 'unavailable' as const,
+      promote:
+        this.#config.update?.deployer === 'container' ? ('orchestrator' as const) : ('restart' as const),
+      instanceId: this.#instanceId,
       running,
       record,
       floors,
@@ -383,6 +455,10 @@ export class UpdateService {
     allowDowngrade?: boolean;
     readBack?: 'warn' | 'enforce';
     percentage?: number;
+    /** `approved`: a second owner approved it (updates/approval.ts); may carry a migration. */
+    path?: 'one-click' | 'approved';
+    /** The channel document digest an approval was given for: any other document is refused. */
+    expectDigest?: string;
   }): Promise<UpdateResult> {
     const ramp = input.percentage !== undefined;
     if (ramp && (input.components ?? []).some((c) => c !== 'engine'))
@@ -401,6 +477,12 @@ export class UpdateService {
     }
     const channel = await this.#channelOr();
     if (!('digest' in channel)) return channel;
+    if (input.expectDigest !== undefined && channel.digest !== input.expectDigest)
+      return this.#refused(
+        'channel',
+        null,
+        'the channel no longer offers the release that was approved: request the update again',
+      );
     const [running, floors, schemaEpoch] = await Promise.all([
       this.running(),
       this.store.floors(),
@@ -419,7 +501,9 @@ export class UpdateService {
       now: this.#iso(),
       ...(input.components !== undefined ? { components: input.components } : {}),
     };
-    const first = ramp ? startRamp({ ...common, percentage: input.percentage! }) : startApply(common);
+    const first = ramp
+      ? startRamp({ ...common, percentage: input.percentage! })
+      : startApply({ ...common, ...(input.path !== undefined ? { path: input.path } : {}) });
     const executor = createUpdateExecutor({
       channel,
       deployers: this.#deployers(),
@@ -428,37 +512,49 @@ export class UpdateService {
         ...(this.#config.update?.ca !== undefined ? { ca: this.#config.update.ca } : {}),
       },
       persist: (r) => this.store.putRecord(r),
-      canary: async () => 'undecided',
+      canary: (check) => this.#flight(check),
+      ramp: (component, version, percentage) => this.#rampPromote(component, version, percentage),
+      wait: this.#wait,
       now: () => this.#iso(),
     });
     return this.#drive(first, executor);
   }
 
+  /** One canary flight or the self-check, as the machine asks for it. */
+  async #flight(check: 'flight' | 'self-check'): Promise<CanaryVerdict> {
+    if (this.#canary === undefined) return 'undecided';
+    // A self-check proves this build seals and verifies; only its failure decides anything.
+    if (check === 'self-check') return (await this.#canary.selfCheck()) === 'dead' ? 'dead' : 'undecided';
+    return (await this.#canary.fly('settle')).verdict;
+  }
+
+  /** The ramp's promote on the replica that took the request: it follows only when in the ramp. */
+  async #rampPromote(component: ComponentName, version: string, percentage: number): Promise<void> {
+    if (!inRamp(this.#instanceId, version, percentage)) return;
+    const d = this.#deployers()[component];
+    if (!d) throw new UpdateError('ERR_UPDATE_UNKNOWN_COMPONENT', `no deployer for ${component}`);
+    await d.promote(version);
+  }
+
   /**
-   * Runs the machine to its stop, persisting each record before the effect after it. A promote
-   * effect stops the drive with `uploaded` (promote is not available yet, module comment): the
-   * record is persisted as it stands after the read-back gate, still `pending` / `uploading`.
+   * Runs the machine to its stop, persisting each record before the effect after it. When a
+   * promote moved the engine's pointer (directory mode) or asked the orchestrator to (container
+   * mode), the drive stops there with `restarting`: the record is persisted as the machine left it
+   * (`settling`, or `ramping`), and the program the pointer names settles it after the restart.
    */
   async #drive(first: Step, executor: UpdateExecutor): Promise<UpdateResult> {
+    this.#busy++;
+    try {
+      return await this.#driveSteps(first, executor);
+    } finally {
+      this.#busy--;
+    }
+  }
+
+  async #driveSteps(first: Step, executor: UpdateExecutor): Promise<UpdateResult> {
     let step = first;
+    this.#moved = false;
     for (;;) {
-      if (step.effect.do === 'promote') {
-        const record: UpdateRecord = { ...step.state.record, phase: 'uploading', updatedAt: this.#iso() };
-        await this.store.putRecord(record);
-        const result: UpdateResult = {
-          outcome: 'uploaded',
-          step: 'promote',
-          code: null,
-          message: 'release uploaded inert and read back; promote is not available in this engine version',
-          passed: passedBefore('promote'),
-          record,
-        };
-        if (this.#config.update?.deployer === 'container' && this.#config.update.image !== undefined)
-          result.orchestrator = {
-            message: `set the image of the engine deployment to ${this.#config.update.image}:${record.to.engine} and restart it`,
-          };
-        return result;
-      }
       if (step.persist) await executor.persist(step.persist);
       if (step.effect.do === 'stop') {
         const reply = step.effect.reply;
@@ -467,7 +563,7 @@ export class UpdateService {
           await this.store.raiseFloors(reply.record.floors);
           await this.store.setSchemaEpoch(reply.record.toSchemaEpoch);
         }
-        return {
+        const result: UpdateResult = {
           outcome: reply.outcome,
           step: at,
           code: reply.code ?? null,
@@ -480,35 +576,101 @@ export class UpdateService {
                 : passedBefore('settle'),
           record: reply.record ?? null,
         };
+        if (this.#moved) {
+          result.restart = true;
+          this.#scheduleRestart();
+        }
+        return result;
       }
+      const effect = step.effect as Exclude<Effect, { do: 'stop' }>;
       let event: UpdateEvent;
       try {
-        event = await executor.run(step.effect as Exclude<Effect, { do: 'stop' }>);
+        event = await executor.run(effect);
       } catch (e) {
         event = {
           type: 'failed',
           ...(e instanceof UpdateError ? { code: e.code, message: e.message } : {}),
         };
-        if (!(e instanceof UpdateError)) this.#log.error({ update: step.effect.do }, 'update step failed');
+        if (!(e instanceof UpdateError)) this.#log.error({ update: effect.do }, 'update step failed');
       }
       step = advance(step.state, event, this.#iso());
+      const container = this.#config.update?.deployer === 'container';
+      if (
+        effect.do === 'promote' &&
+        effect.component === 'engine' &&
+        event.type === 'promoted' &&
+        (this.#moved || (container && effect.percentage === 100)) &&
+        (step.effect.do === 'canary' ||
+          (step.effect.do === 'stop' && step.effect.reply.outcome === 'ramping'))
+      ) {
+        // The machine's next step persists `settling` (or stops `ramping`): persist it, answer.
+        const record = step.persist ?? step.state.record;
+        await executor.persist(record);
+        const result: UpdateResult = {
+          outcome: 'restarting',
+          step: 'promote',
+          code: null,
+          message: container
+            ? `release ${effect.version} verified; the orchestrator must now run it`
+            : `the engine restarts into ${effect.version}; GET /admin/update/status follows the settle`,
+          passed: passedBefore('settle'),
+          record,
+        };
+        if (container && this.#config.update?.image !== undefined)
+          result.orchestrator = {
+            message: `set the image of the engine deployment to ${this.#config.update.image}:${effect.version} and restart it`,
+          };
+        if (this.#moved) {
+          result.restart = true;
+          this.#scheduleRestart();
+        }
+        return result;
+      }
     }
   }
 
-  /** An executor for settle and rollback: deploys only (no channel, no download, no canary). */
+  /** Restarts after the reply is out (the route answers first; then the hook closes the app). */
+  #scheduleRestart(): void {
+    if (this.#restartScheduled) return;
+    if (this.#restart === undefined) {
+      this.#log.warn({ update: 'restart' }, 'the engine pointer moved; restart the engine to run it');
+      return;
+    }
+    this.#restartScheduled = true;
+    this.#log.info({ update: 'restart' }, 'engine restarting into the promoted program');
+    setTimeout(() => {
+      Promise.resolve(this.#restart!()).catch(() => {
+        this.#log.error({ update: 'restart' }, 'engine restart failed');
+      });
+    }, 250).unref();
+  }
+
+  /** An executor for settle and rollback: deploys and canary flights (no channel, no download). */
   #deployExecutor(): UpdateExecutor {
     const deployers = this.#deployers();
+    const container = this.#config.update?.deployer === 'container';
     return {
       persist: (r) => this.store.putRecord(r),
       run: async (effect) => {
-        if (effect.do === 'rollback-deploy') {
+        if (effect.do === 'rollback-deploy' || effect.do === 'promote') {
           const d = deployers[effect.component];
           if (!d)
             throw new UpdateError('ERR_UPDATE_UNKNOWN_COMPONENT', `no deployer for ${effect.component}`);
+          // The engine cannot swap its own image: a container rollback needs the operator.
+          if (container && effect.component === 'engine' && effect.do === 'rollback-deploy')
+            throw new UpdateError(
+              'ERR_UPDATE_DEPLOY',
+              `set the image of the engine deployment to ${this.#config.update?.image ?? 'the image'}:${effect.version ?? 'the prior version'} and restart it`,
+            );
           await d.promote(effect.version);
-          return { type: 'rolled-back', component: effect.component };
+          return effect.do === 'promote'
+            ? { type: 'promoted', component: effect.component }
+            : { type: 'rolled-back', component: effect.component };
         }
-        if (effect.do === 'canary') return { type: 'canary', verdict: 'undecided' };
+        if (effect.do === 'canary') {
+          if (effect.afterMs > 0) await this.#wait(effect.afterMs);
+          return { type: 'canary', verdict: await this.#flight(effect.check) };
+        }
         throw new UpdateError('ERR_UPDATE_INVALID_TRANSITION', `${effect.do} is not available here`);
       },
       now: () => this.#iso(),
@@ -516,15 +678,19 @@ export class UpdateService {
   }
 
   /** `POST /admin/update/settle`. Throws UpdateError (ramp-shaped record, nothing pending). */
-  async settle(verdict: 'alive' | 'dead' | 'undecided'): Promise<UpdateResult> {
-    const step = settleRecord(await this.store.record(), verdict, this.#iso());
-    return this.#drive(step, this.#deployExecutor());
+  settle(verdict: 'alive' | 'dead' | 'undecided'): Promise<UpdateResult> {
+    return this.#exclusive(async () => {
+      const step = settleRecord(await this.store.record(), verdict, this.#iso());
+      return this.#drive(step, this.#deployExecutor());
+    });
   }
 
   /** `POST /admin/update/ramp/settle`. Throws UpdateError (apply-shaped record, nothing pending). */
-  async settleRamp(verdict: 'alive' | 'dead'): Promise<UpdateResult> {
-    const step = settleRamp(await this.store.record(), verdict, this.#iso());
-    return this.#drive(step, this.#deployExecutor());
+  settleRamp(verdict: 'alive' | 'dead'): Promise<UpdateResult> {
+    return this.#exclusive(async () => {
+      const step = settleRamp(await this.store.record(), verdict, this.#iso());
+      return this.#drive(step, this.#deployExecutor());
+    });
   }
 
   /**
@@ -532,14 +698,191 @@ export class UpdateService {
    * record, nothing promoted yet (an uploaded release is not live: there is nothing to go back
    * from), no earlier version recorded, or the engine crossing a schema epoch.
    */
-  async rollback(component?: ComponentName): Promise<UpdateResult> {
+  rollback(component?: ComponentName): Promise<UpdateResult> {
+    return this.#exclusive(async () => {
+      const record = await this.store.record();
+      if (record !== null && record.status === 'pending' && record.phase === 'uploading')
+        throw new UpdateError(
+          'ERR_UPDATE_NO_ROLLBACK_TARGET',
+          'nothing was promoted: the uploaded release is not live',
+        );
+      const step = startRollback(record, this.#iso(), component);
+      return this.#drive(step, this.#deployExecutor());
+    });
+  }
+
+  #exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    const counted = async () => {
+      this.#busy++;
+      try {
+        return await fn();
+      } finally {
+        this.#busy--;
+      }
+    };
+    const run = this.#serial.then(counted, counted);
+    this.#serial = run.catch(() => undefined);
+    return run;
+  }
+
+  /**
+   * At start (plugins/updates.ts, once the engine listens): clears the launcher's boot counter
+   * when this program is the promoted release, settles a promoted update whose program is not
+   * running (the launcher could not enter it: dead), arms the settle timer for one that is, and
+   * lines this replica up with a ramp. Never throws; returns what it did, for the log and tests.
+   */
+  async resumeAfterStart(): Promise<'none' | 'settle-scheduled' | UpdateResult> {
+    if (this.#config.update?.deployer !== 'container') {
+      const pointer = currentRelease(this.#config.dataDir);
+      if (pointer === this.engineVersion) clearBootMark(this.#config.dataDir);
+    }
+    try {
+      const record = await this.store.record();
+      if (record?.status === 'pending' && record.shape === 'apply') {
+        if (!['settling', 'awaiting-canary'].includes(record.phase)) return 'none';
+        const target = record.to.engine;
+        const pointer =
+          this.#config.update?.deployer === 'container' ? null : currentRelease(this.#config.dataDir);
+        if (target !== undefined && target !== this.engineVersion && pointer === target) {
+          this.#log.error(
+            { update: 'not-running', version: target },
+            'the promoted engine did not start; rolling back',
+          );
+          return (await this.#exclusive(() => this.#settleWith('dead', record.id))) ?? 'none';
+        }
+        if (target === undefined || target === this.engineVersion) {
+          const delay = (this.#config.update?.settleDelaySeconds ?? 30) * 1000;
+          this.#settleTimer = setTimeout(() => {
+            this.#settleTimer = null;
+            void this.settleByCanary().catch(() => undefined);
+          }, delay);
+          this.#settleTimer.unref();
+          return 'settle-scheduled';
+        }
+        return 'none';
+      }
+      const moved = await this.reconcileReplica();
+      return moved ?? 'none';
+    } catch (e) {
+      this.#log.error({ update: 'resume', code: (e as { code?: string }).code }, 'update resume failed');
+      return 'none';
+    }
+  }
+
+  /**
+   * Settles a promoted update that awaits its verdict with the canary: `verdict` when a flight
+   * just decided one (the canary's listener), otherwise a flight now. A first verdict that is
+   * undecided is retried as the specification says (two more flights and one self-check, about
+   * three seconds). Returns null when nothing awaited a verdict.
+   */
+  async settleByCanary(verdict?: CanaryVerdict): Promise<UpdateResult | null> {
+    if (this.#busy > 0) return null;
+    return this.#exclusive(async () => {
+      const record = await this.store.record();
+      if (
+        record === null ||
+        record.status !== 'pending' ||
+        record.shape !== 'apply' ||
+        !['settling', 'awaiting-canary'].includes(record.phase) ||
+        (record.to.engine !== undefined && record.to.engine !== this.engineVersion)
+      )
+        return null;
+      if (this.#settleTimer !== null) {
+        clearTimeout(this.#settleTimer);
+        this.#settleTimer = null;
+      }
+      let v: CanaryVerdict = verdict ?? (await this.#flight('flight'));
+      if (record.phase === 'settling')
+        for (const retry of CANARY_RETRY_SCHEDULE) {
+          if (v !== 'undecided') break;
+          await this.#wait(retry.afterMs);
+          v = await this.#flight(retry.check);
+        }
+      return this.#settleWith(v, record.id);
+    });
+  }
+
+  /** Settles the pending record `id` with `verdict` (inside #exclusive). */
+  async #settleWith(verdict: CanaryVerdict, id: string): Promise<UpdateResult | null> {
     const record = await this.store.record();
-    if (record !== null && record.status === 'pending' && record.phase === 'uploading')
-      throw new UpdateError(
-        'ERR_UPDATE_NO_ROLLBACK_TARGET',
-        'nothing was promoted: the uploaded release is not live',
-      );
-    const step = startRollback(record, this.#iso(), component);
-    return this.#drive(step, this.#deployExecutor());
+    if (record === null || record.id !== id || record.status !== 'pending') return null;
+    const result = await this.#drive(settleRecord(record, verdict, this.#iso()), this.#deployExecutor());
+    this.#log.info(
+      { update: 'settled', verdict, outcome: result.outcome, id },
+      `update ${id} settled by the canary: ${result.outcome}`,
+    );
+    this.onSettled?.(verdict, result);
+    return result;
+  }
+
+  /** Called after an automatic settle (plugins/updates.ts writes its audit row). */
+  onSettled: ((verdict: CanaryVerdict, result: UpdateResult) => void) | undefined;
+
+  /**
+   * The version this replica should run under the latest ramp-shaped record, or null when the
+   * record does not concern it (no record, an apply-shaped one, a container deployer).
+   */
+  async #rampTarget(): Promise<{ version: string; record: UpdateRecord } | null> {
+    if (this.#config.update?.deployer === 'container') return null;
+    const record = await this.store.record();
+    if (record === null || record.shape !== 'ramp' || record.to.engine === undefined) return null;
+    const to = record.to.engine;
+    const from = record.from.engine ?? this.#base;
+    if (record.status === 'pending' && record.phase === 'ramping')
+      return { version: inRamp(this.#instanceId, to, record.ramp?.percentage ?? 0) ? to : from, record };
+    if (record.status === 'settled' && record.outcome === 'applied') return { version: to, record };
+    if (record.status === 'settled') return { version: from, record };
+    return null;
+  }
+
+  /**
+   * Lines this replica up with the latest ramp (module comment): when it runs another version
+   * than it should, the pointer moves (downloading and uploading the release first when this
+   * replica has not got it, against the record's own channel digest) and the engine restarts.
+   * Returns null when nothing had to move.
+   */
+  async reconcileReplica(): Promise<UpdateResult | null> {
+    if (this.#busy > 0) return null;
+    return this.#exclusive(async () => {
+      const want = await this.#rampTarget();
+      if (want === null || want.version === this.engineVersion) return null;
+      const d = this.#engineDirectory();
+      const version = want.version;
+      if (version !== this.#base && !existsSync(join(d.releasesDir, version, 'release.json'))) {
+        const channel = await this.fetch();
+        if (
+          channel.digest !== want.record.channel.digest ||
+          channel.document.components.engine?.version !== version
+        )
+          throw new UpdateError('ERR_UPDATE_PROMOTE', 'the channel no longer offers the ramped release');
+        const a = await downloadArtefact(channel, 'engine', {
+          dir: join(this.#config.dataDir, 'update-downloads'),
+          ...(this.#config.update?.ca !== undefined ? { ca: this.#config.update.ca } : {}),
+        });
+        await d.upload(version, a.path);
+      }
+      this.#moved = false;
+      await this.#deployers().engine!.promote(version);
+      this.#log.info({ update: 'ramp-follow', version }, `replica follows the ramp to ${version}`);
+      const result: UpdateResult = {
+        outcome: 'restarting',
+        step: 'promote',
+        code: null,
+        message: `this replica moves to ${version}`,
+        passed: [],
+        record: want.record,
+      };
+      if (this.#moved) {
+        result.restart = true;
+        this.#scheduleRestart();
+      }
+      return result;
+    });
+  }
+
+  /** Stops the settle timer (app close). */
+  close(): void {
+    if (this.#settleTimer !== null) clearTimeout(this.#settleTimer);
+    this.#settleTimer = null;
   }
 }

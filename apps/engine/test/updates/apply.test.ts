@@ -2,13 +2,14 @@
 // PostgreSQL against a real https channel: dry run (the default) replying `dry-run` with the steps
 // passed; no-update; forward-only and the downgrade opt-in; the schema epoch; the migration and
 // compat guards; a tampered artefact; a live apply refused without the one-shot deploy token and
-// going, with it, as far as the inert upload under <data dir>/releases/ (promote is not in this
-// engine yet); the anti-rollback floor, raised by a settle and refusing lower targets also after
-// a restart against the same store, with or without the downgrade opt-in.
-import { existsSync, readdirSync } from 'node:fs';
+// going, with it, through the upload under <data dir>/releases/ and the promote (pointers switched,
+// `restarting`; this in-process engine has no restart hook, restart.test.ts runs a real process);
+// the anti-rollback floor, raised by a settle and refusing lower targets also after a restart
+// against the same store, with or without the downgrade opt-in.
+import { existsSync, readdirSync, readlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { postgresUrl, tempDir } from '@coffer/testkit';
-import type { UpdateRecord } from '@coffer/update';
+import { inRamp } from '@coffer/update';
 import t from 'tap';
 import { artefact, BACKENDS, channelSite, release, updateEngine } from './helpers.ts';
 
@@ -78,9 +79,11 @@ for (const backend of BACKENDS)
     site.publish(
       release({ sequence: 5, version: '1.4.0', recommended: { migration: true, schemaEpoch: 2 } }),
     );
-    const mig = await e.post('/update/apply', {});
+    // (A migration release goes through the approval queue instead: approval.test.ts.)
+    const mig = await e.post('/update/ramp', { percentage: 50 });
     t.equal(mig.status, 409);
     t.match(mig.json(), { step: 'migration', code: 'ERR_UPDATE_MIGRATION_GUARD' });
+    t.match((await e.post('/update/apply', {})).json(), { outcome: 'dry-run', approvalRequired: true });
 
     // Compat guard: the running engine is older than the release's minimum.
     site.publish(release({ sequence: 6, version: '1.4.0', recommended: { minEngineVersion: '1.3.5' } }));
@@ -89,7 +92,9 @@ for (const backend of BACKENDS)
     // A tampered artefact: refused against the signed SHA-384.
     const rel = release({ sequence: 7 });
     site.publish(rel);
-    site.srv.routes.set('/stable/engine-1.4.0.tgz', { body: artefact('something else') });
+    site.srv.routes.set('/stable/engine-1.4.0.tgz', {
+      body: artefact('something else', rel.doc.components.engine.size),
+    });
     const tampered = await e.post('/update/apply', {});
     t.equal(tampered.status, 409);
     t.match(tampered.json(), { step: 'verify-artefact', code: 'ERR_UPDATE_ARTEFACT_HASH' });
@@ -118,22 +123,30 @@ for (const backend of BACKENDS)
     const stored = JSON.stringify(await e.app.state.identity.getToken(token.slice(4, 20)));
     t.notOk(stored.includes(token.slice(21)), 'the store never holds the secret');
 
-    // With a fresh token: as far as the inert upload, read back; nothing live.
+    // Nothing promoted yet: settle and rollback refuse with their codes.
+    const early = await e.post('/update/settle', { verdict: 'alive' });
+    t.equal(early.status, 409);
+    t.match(early.json(), { outcome: 'refused', code: 'ERR_UPDATE_NO_PENDING' });
+    t.match((await e.post('/update/rollback', {})).json(), { code: 'ERR_UPDATE_NO_ROLLBACK_TARGET' });
+
+    // With a fresh token: uploaded, read back, promoted (console first, engine last), and the
+    // engine would now restart into the release (202 restarting, the record persisted settling).
     const live = await e.deployToken();
     const up = await e.post('/update/apply', { dryRun: false }, { 'x-engine-deploy-token': live });
-    t.equal(up.status, 200, up.text);
+    t.equal(up.status, 202, up.text);
     const u = up.json();
     t.match(u, {
-      outcome: 'uploaded',
+      outcome: 'restarting',
       step: 'promote',
+      restart: true,
       record: {
         status: 'pending',
-        phase: 'uploading',
+        phase: 'settling',
         shape: 'apply',
         readBack: { mode: 'warn', mismatched: [] },
       },
     });
-    t.same(u.passed, [...GUARDS_AND_VERIFY, 'dry-run', 'destination', 'upload', 'read-back']);
+    t.same(u.passed, [...GUARDS_AND_VERIFY, 'dry-run', 'destination', 'upload', 'read-back', 'promote']);
     t.same(
       readdirSync(join(dataDir, 'releases')).filter((n) => !n.startsWith('.')),
       ['1.4.0'],
@@ -142,7 +155,13 @@ for (const backend of BACKENDS)
       readdirSync(join(dataDir, 'console-releases')).filter((n) => !n.startsWith('.')),
       ['1.4.0'],
     );
-    t.notOk(existsSync(join(dataDir, 'current')), 'no pointer switched');
+    t.ok(existsSync(join(dataDir, 'releases', '1.4.0', 'engine', 'main.js')), 'the release is unpacked');
+    t.equal(readlinkSync(join(dataDir, 'current')), join('releases', '1.4.0'), 'engine pointer switched');
+    t.equal(
+      readlinkSync(join(dataDir, 'console-current')),
+      join('console-releases', '1.4.0'),
+      'console pointer switched',
+    );
     t.equal(
       (await e.post('/update/apply', { dryRun: false }, { 'x-engine-deploy-token': live })).status,
       403,
@@ -153,16 +172,11 @@ for (const backend of BACKENDS)
       configured: true,
       deployer: 'directory',
       destinationConfigured: true,
-      promote: 'unavailable',
-      record: { id: u.record.id, phase: 'uploading' },
+      promote: 'restart',
+      record: { id: u.record.id, phase: 'settling' },
       lastAccepted: { sequence: 7 },
     });
 
-    // Nothing promoted: settle, rollback and ramp/settle refuse with their codes.
-    const settle = await e.post('/update/settle', { verdict: 'alive' });
-    t.equal(settle.status, 409);
-    t.match(settle.json(), { outcome: 'refused', code: 'ERR_UPDATE_NO_PENDING' });
-    t.match((await e.post('/update/rollback', {})).json(), { code: 'ERR_UPDATE_NO_ROLLBACK_TARGET' });
     const rs = await e.post(
       '/update/ramp/settle',
       { verdict: 'alive' },
@@ -171,9 +185,7 @@ for (const backend of BACKENDS)
     t.equal(rs.status, 409);
     t.match(rs.json(), { code: 'ERR_UPDATE_NOT_RAMP_RECORD' }, 'ramp/settle refuses an apply-shaped record');
 
-    // Settle, as the scheduled canary or the operator would after a promote (promote is not in
-    // this engine: the test moves the persisted record to awaiting-canary itself).
-    await e.app.updates.store.putRecord({ ...(u.record as UpdateRecord), phase: 'awaiting-canary' });
+    // Settle, as the canary (restart.test.ts) or the operator would after the restart.
     const settled = await e.post('/update/settle', { verdict: 'alive' });
     t.equal(settled.status, 200, settled.text);
     t.match(settled.json(), {
@@ -224,7 +236,7 @@ for (const backend of BACKENDS)
     );
     t.ok(
       rows.some(
-        (r) => r.action === 'update-apply' && r.detail.outcome === 'uploaded' && r.target === '1.4.0',
+        (r) => r.action === 'update-apply' && r.detail.outcome === 'restarting' && r.target === '1.4.0',
       ),
     );
     t.ok(rows.some((r) => r.action === 'update-settle' && r.detail.outcome === 'applied'));
@@ -236,7 +248,12 @@ for (const backend of BACKENDS)
 t.test('ramp: engine only, dry run by default, its record settled only by ramp/settle', async (t) => {
   const site = await channelSite(t);
   site.publish(release({ sequence: 1 }));
-  const e = await updateEngine(t, site);
+  // A replica outside a 25 % ramp of 1.4.0 (ramp.test.ts covers one inside).
+  const dataDir = tempDir(t);
+  let id = 0;
+  while (inRamp(`outside-${id}`, '1.4.0', 25)) id++;
+  writeFileSync(join(dataDir, 'instance-id'), `outside-${id}\n`);
+  const e = await updateEngine(t, site, { dataDir });
 
   const con = await e.post('/update/ramp', { percentage: 10, components: ['engine', 'console'] });
   t.equal(con.status, 400);
@@ -262,7 +279,8 @@ t.test('ramp: engine only, dry run by default, its record settled only by ramp/s
     { 'x-engine-deploy-token': await e.deployToken() },
   );
   t.equal(up.status, 200, up.text);
-  t.match(up.json(), { outcome: 'uploaded', record: { shape: 'ramp', phase: 'uploading' } });
+  t.match(up.json(), { outcome: 'ramping', record: { shape: 'ramp', phase: 'ramping' } });
+  t.notOk(existsSync(join(dataDir, 'current')), 'this replica is outside the ramp: nothing moved');
 
   const settle = await e.post('/update/settle', { verdict: 'alive' });
   t.equal(settle.status, 409);
@@ -272,16 +290,16 @@ t.test('ramp: engine only, dry run by default, its record settled only by ramp/s
     403,
     'ramp/settle needs the token',
   );
+  const dead = await e.post(
+    '/update/ramp/settle',
+    { verdict: 'dead' },
+    { 'x-engine-deploy-token': await e.deployToken() },
+  );
+  t.equal(dead.status, 200, dead.text);
   t.match(
-    (
-      await e.post(
-        '/update/ramp/settle',
-        { verdict: 'alive' },
-        { 'x-engine-deploy-token': await e.deployToken() },
-      )
-    ).json(),
-    { code: 'ERR_UPDATE_NO_PENDING' },
-    'nothing ramped yet',
+    dead.json(),
+    { outcome: 'rolled-back', record: { shape: 'ramp', status: 'settled', outcome: 'rolled-back' } },
+    'a dead ramp rolls back',
   );
 
   site.publish(release({ sequence: 2, recommended: { migration: true, schemaEpoch: 2 } }));
@@ -311,9 +329,10 @@ t.test('container deployer: a destination is an image; the reply says what to do
     { dryRun: false },
     { 'x-engine-deploy-token': await withImage.deployToken() },
   );
-  t.equal(up.status, 200, up.text);
+  t.equal(up.status, 202, up.text);
   t.match(up.json(), {
-    outcome: 'uploaded',
+    outcome: 'restarting',
+    record: { phase: 'settling' },
     orchestrator: {
       message: 'set the image of the engine deployment to ghcr.io/acme/coffer-engine:1.4.0 and restart it',
     },

@@ -2,12 +2,14 @@
 // (@coffer/testkit's startHttpsRouteServer), channel documents signed by a hybrid signer with
 // @coffer/update's signChannel, and an engine started with ENGINE_UPDATE_* pointing at it.
 import { createHash } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { encodeKeyFile, generateSigner } from '@coffer/crypto';
 import { passkeySubject, SESSION_COOKIE } from '@coffer/identity';
 import { type HttpsRouteServer, startHttpsRouteServer, tempDir } from '@coffer/testkit';
 import { type ChannelDocument, signChannel } from '@coffer/update';
+import { create as createTar } from 'tar';
 import { bearer, http, type Reply, type Started, startEngine } from '../helpers/engine.ts';
 
 export const CONSOLE = 'https://console.coffer.test';
@@ -21,6 +23,25 @@ export function artefact(label: string, size = 4096): Uint8Array {
   const seed = createHash('sha256').update(label).digest();
   for (let i = 0; i < size; i++) out[i] = seed[i % seed.length]! ^ (i & 0xff);
   return out;
+}
+
+/**
+ * A release tarball as the engine's upload unpacks it (`engine/main.js`, src/updates/release-artefact.ts);
+ * `label` makes its bytes distinct. Not runnable: restart.test.ts builds real ones.
+ */
+export function engineArtefact(label: string): Uint8Array {
+  const dir = mkdtempSync(join(tmpdir(), 'coffer-artefact-'));
+  try {
+    mkdirSync(join(dir, 'src', 'engine'), { recursive: true });
+    writeFileSync(join(dir, 'src', 'engine', 'main.js'), `// ${label}\n`);
+    const file = join(dir, 'a.tgz');
+    createTar({ gzip: true, file, cwd: join(dir, 'src'), sync: true, portable: true, noMtime: true }, [
+      'engine',
+    ]);
+    return new Uint8Array(readFileSync(file));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 const sha384 = (b: Uint8Array) => `sha384:${createHash('sha384').update(b).digest('hex')}`;
@@ -43,7 +64,7 @@ export function release(
 ): Release {
   const version = o.version ?? '1.4.0';
   const files = new Map<string, Uint8Array>();
-  const engine = artefact(`engine-${version}`);
+  const engine = engineArtefact(`engine-${version}`);
   files.set(`engine-${version}.tgz`, engine);
   const doc: ChannelDocument = {
     kind: 'coffer-update-channel',

@@ -1,9 +1,10 @@
-// Settle and rollback over a persisted record (promote is not in this engine yet, so the test
-// puts the record where a promote would have left it): a dead canary persists its outcome and
-// reports the components whose rollback deploy failed; a rollback names one component (the
+// Settle and rollback after a live apply promoted both components (this in-process engine has no
+// restart hook: the record stays `settling` as the restarted program would find it): a dead
+// canary persists its outcome, switches both pointers back and reports any component whose
+// rollback deploy failed; a rollback names one component (the
 // console alone) and refuses a component with no earlier version; configuration errors of the
 // ENGINE_UPDATE_* variables stop the start naming the variable; an air-gapped channel directory.
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { encodeKeyFile } from '@coffer/crypto';
 import { tempDir } from '@coffer/testkit';
@@ -29,15 +30,15 @@ async function promotedEngine(t: Test) {
     { dryRun: false },
     { 'x-engine-deploy-token': await e.deployToken() },
   );
-  t.equal(up.status, 200, up.text);
+  t.equal(up.status, 202, up.text);
   const record = up.json().record as UpdateRecord;
   t.same(record.from, { engine: '1.3.0', console: '1.3.0' });
-  await e.app.updates.store.putRecord({ ...record, phase: 'awaiting-canary' });
+  t.equal(record.phase, 'settling');
   return { e, site, dataDir, consoleDeployer };
 }
 
-t.test('a dead canary persists rollback-failed naming the engine it could not revert', async (t) => {
-  const { e, consoleDeployer } = await promotedEngine(t);
+t.test('a dead canary switches both components back', async (t) => {
+  const { e, consoleDeployer, dataDir } = await promotedEngine(t);
   // While a promoted update awaits its verdict, no live apply replaces its record (409).
   const busy = await e.post(
     '/update/apply',
@@ -49,20 +50,35 @@ t.test('a dead canary persists rollback-failed naming the engine it could not re
     outcome: 'refused',
     step: 'settle',
     code: null,
-    record: { phase: 'awaiting-canary' },
+    record: { phase: 'settling' },
   });
   t.match((await e.post('/update/apply', {})).json(), { outcome: 'dry-run' }, 'a dry run still answers');
+  t.ok(existsSync(join(dataDir, 'current')), 'the engine pointer names the release');
   const r = await e.post('/update/settle', { verdict: 'dead' });
   t.equal(r.status, 200, r.text);
-  // The running engine (1.3.0) was never a release under releases/: its rollback deploy fails and
-  // the record says so; the console's succeeds.
+  // The running engine (1.3.0) is the installed program: going back to it removes the pointer.
+  t.match(r.json(), {
+    outcome: 'rolled-back',
+    record: { status: 'settled', outcome: 'rolled-back', phase: 'done', rollbackFailed: [] },
+  });
+  t.notOk(existsSync(join(dataDir, 'current')), 'the installed engine is current again');
+  t.equal(await consoleDeployer.live(), '1.3.0');
+  t.match((await e.get('/update/status')).json(), { record: { outcome: 'rolled-back' }, floors: {} });
+  t.match((await e.post('/update/settle', { verdict: 'alive' })).json(), { code: 'ERR_UPDATE_NO_PENDING' });
+});
+
+t.test('a dead canary persists rollback-failed naming the component it could not revert', async (t) => {
+  const { e, dataDir } = await promotedEngine(t);
+  // The console's prior release vanished from disk: its rollback deploy cannot succeed.
+  rmSync(join(dataDir, 'console-releases', '1.3.0'), { recursive: true, force: true });
+  const r = await e.post('/update/settle', { verdict: 'dead' });
+  t.equal(r.status, 200, r.text);
   t.match(r.json(), {
     outcome: 'rollback-failed',
-    record: { status: 'settled', outcome: 'rollback-failed', phase: 'done', rollbackFailed: ['engine'] },
+    record: { status: 'settled', outcome: 'rollback-failed', phase: 'done', rollbackFailed: ['console'] },
   });
-  t.equal(await consoleDeployer.live(), '1.3.0');
+  t.notOk(existsSync(join(dataDir, 'current')), 'the engine went back all the same');
   t.match((await e.get('/update/status')).json(), { record: { outcome: 'rollback-failed' }, floors: {} });
-  t.match((await e.post('/update/settle', { verdict: 'alive' })).json(), { code: 'ERR_UPDATE_NO_PENDING' });
 });
 
 t.test('rollback per component: the console alone', async (t) => {

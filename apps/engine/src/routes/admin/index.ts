@@ -15,6 +15,7 @@ import restoreRoutes from '../restore/index.ts';
 import runsRoutes from '../runs/index.ts';
 import supportRoutes from '../support/index.ts';
 import authRoutes from './auth.ts';
+import canaryRoutes from './canary.ts';
 import connectionsRoutes from './connections.ts';
 import healthRoute from './health.ts';
 import identityRoutes from './identity.ts';
@@ -90,6 +91,7 @@ export default async function adminFamily(app: FastifyInstance): Promise<void> {
     await authed.register(notifyRoutes);
     await authed.register(idpRoutes);
     await authed.register(updateRoutes);
+    await authed.register(canaryRoutes);
   });
 
   app.setNotFoundHandler(async (request: FastifyRequest, reply: FastifyReply) => {

@@ -11,12 +11,17 @@
  *   carries the action out once (compare-and-set on the record) and answers its result (for a
  *   pull credential: the secret, shown once, to the approver, who hands it over).
  *   `/reject`: any owner (the maker withdraws); single use; expired after 24 hours.
+ * - Update approvals (updates/approval.ts, docs/updates.md "Approval policy"): a live apply the
+ *   update-approval policy holds (`update-apply`) runs on approval after the channel is checked
+ *   again (another document: 409, the action consumed); lowering the policy (`update-policy`) sets
+ *   it on approval. Both are queued whether or not the gate is armed; the list shows their
+ *   parameters (versions, channel, policy; never a token).
  * Every queue, approval and rejection is audited. A queued action raises its notification event
  * (src/events.ts: `credential-minted`, `admin-token-retired`, `role-changed`) only when it is
  * carried out here, never when it is queued.
  */
 import { isOwner } from '@coffer/authz';
-import type { PullScope } from '@coffer/state';
+import type { ApprovalRecord, PullScope } from '@coffer/state';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { roleName } from '../../plugins/auth.ts';
 import { sendBadRequest, sendForbidden, sendStateUnavailable } from '../../plugins/replies.ts';
@@ -27,6 +32,12 @@ import {
   queueOwnerAction,
   setOwnerGate,
 } from '../../state/owner-actions.ts';
+import {
+  approveQueuedUpdate,
+  readUpdatePolicy,
+  type UpdateApproval,
+  writeUpdatePolicy,
+} from '../../updates/approval.ts';
 import { mintCredential } from '../support/grants.ts';
 
 /**
@@ -41,6 +52,18 @@ export async function queuedIfArmed(
   params: Record<string, unknown>,
 ): Promise<boolean> {
   if (!(await ownerGateArmed(app.state))) return false;
+  const record = await queueAudited(app, request, action, params);
+  void reply.code(202).send({ ownerActionQueued: true, id: record.id, status: 'pending' });
+  return true;
+}
+
+/** Queues `action` by the caller of `request` and records `owner-action-queued`; throws on a store fault. */
+export async function queueAudited(
+  app: FastifyInstance,
+  request: FastifyRequest,
+  action: OwnerAction,
+  params: Record<string, unknown>,
+): Promise<ApprovalRecord> {
   const caller = request.caller!;
   const record = await queueOwnerAction(app.state, action, params, {
     subject: caller.subject,
@@ -52,9 +75,11 @@ export async function queuedIfArmed(
     target: record.id,
     detail: { action },
   });
-  void reply.code(202).send({ ownerActionQueued: true, id: record.id, status: 'pending' });
-  return true;
+  return record;
 }
+
+/** Owner actions of the update-approval policy, whose (non-secret) parameters the list shows. */
+const UPDATE_ACTIONS: ReadonlySet<string> = new Set(['update-apply', 'update-policy']);
 
 export default async function ownerActionRoutes(app: FastifyInstance): Promise<void> {
   const meta = (summary: string, operationId: string) => ({
@@ -103,6 +128,22 @@ export default async function ownerActionRoutes(app: FastifyInstance): Promise<v
           detail: { armed: false },
         });
         return { armed: false };
+      case 'update-policy': {
+        const approval: UpdateApproval = params.approval === 'migrations' ? 'migrations' : 'all';
+        const previous = (await readUpdatePolicy(app.state)).approval;
+        await writeUpdatePolicy(app.state, approval, 'owner-action');
+        await app.audit.append({
+          action: 'owner-action-gate',
+          actor: { email: null, subject: null, method: 'engine' },
+          outcome: 'applied',
+          target: 'update-approval',
+          detail: { updateApproval: approval, previous },
+        });
+        return { approval };
+      }
+      case 'update-apply':
+        // Carried out by approveQueuedUpdate (the channel is checked before the action is consumed).
+        throw new Error('update-apply is carried out by approveQueuedUpdate');
     }
   }
 
@@ -185,6 +226,9 @@ export default async function ownerActionRoutes(app: FastifyInstance): Promise<v
               r.status === 'pending' && r.expiresAt !== null && Date.parse(r.expiresAt) <= Date.now()
                 ? 'expired'
                 : r.status,
+            ...(UPDATE_ACTIONS.has(String((r.detail as { action?: string }).action))
+              ? { params: (r.detail as { params?: unknown }).params ?? null }
+              : {}),
             requestedBy: r.requestedBy,
             requestedByEmail: r.requestedByEmail,
             requestedAt: r.requestedAt,
@@ -218,6 +262,11 @@ export default async function ownerActionRoutes(app: FastifyInstance): Promise<v
         if (record.expiresAt !== null && Date.parse(record.expiresAt) <= Date.now()) {
           await app.state.approvals.transition(record.id, ['pending'], 'expired');
           return reply.code(409).send({ error: 'the owner action expired', status: 'expired' });
+        }
+        if ((record.detail as { action?: string }).action === 'update-apply') {
+          if (record.status !== 'pending')
+            return reply.code(409).send({ error: 'the owner action is not pending' });
+          return await approveQueuedUpdate(app, request, reply, record);
         }
         // Single use: only one approval moves it out of pending.
         const approved = await app.state.approvals.transition(record.id, ['pending'], 'consumed', {

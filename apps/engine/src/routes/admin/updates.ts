@@ -12,18 +12,42 @@
  *   `update-ramp`). A live apply or ramp (`dryRun: false`) and `ramp/settle` need the deploy token
  *   in `x-engine-deploy-token`, taken (used up) before anything else runs: 403
  *   `{ error: 'deploy token required', deployTokenRequired: true }` otherwise.
+ * - `GET /admin/update/policy` (`job.read`) and `PUT /admin/update/policy` (an owner, step-up):
+ *   the update-approval policy (updates/approval.ts). A live apply (or, under `all`, a live ramp)
+ *   that needs a second owner is queued as the owner action `update-apply` after its deploy token
+ *   was taken and its approved-path dry run passed: 202 `{ outcome: 'queued', approval }`;
+ *   lowering the policy from `all` is the owner action `update-policy` (202). Apply and ramp
+ *   replies carry `approvalRequired`.
  * Outcomes: 200 `{ outcome, step, passed, record, ... }` for `no-update`, `dry-run`, `uploaded`
  * and settled outcomes; a refusal is 409 `{ error, outcome: 'refused', code, step, passed, record }`
  * (400 for a request the lifecycle calls malformed: ERR_UPDATE_INVALID_ARGUMENT,
  * ERR_UPDATE_UNKNOWN_COMPONENT, ERR_UPDATE_RAMP_CONSOLE). Audit details are docs/audit.md's for
  * each action (versions, components, outcomes, the refusal code or step); never the deploy token.
  */
+
+import { isOwner } from '@coffer/authz';
+import type { ApprovalRecord } from '@coffer/state';
 import type { ComponentName } from '@coffer/update';
 import { isUpdateError } from '@coffer/update';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
+import { roleName } from '../../plugins/auth.ts';
+import { sendForbidden, sendStateUnavailable } from '../../plugins/replies.ts';
+import {
+  applyUnderPolicy,
+  type PolicyDecision,
+  queuedUpdate,
+  readUpdatePolicy,
+  resultBody,
+  resultStatus,
+  type UpdateApproval,
+  type UpdateRequest,
+  updateAuditDetail,
+  writeUpdatePolicy,
+} from '../../updates/approval.ts';
 import { DEPLOY_TOKEN_HEADER, mintDeployToken, takeDeployToken } from '../../updates/deploy-token.ts';
-import { isInputCode, type UpdateResult } from '../../updates/service.ts';
+import type { UpdateResult } from '../../updates/service.ts';
+import { queueAudited } from './owner-actions.ts';
 
 const Component = Type.Union([Type.Literal('engine'), Type.Literal('console')]);
 const ReadBack = Type.Union([Type.Literal('warn'), Type.Literal('enforce')]);
@@ -55,6 +79,10 @@ const RampSettleBody = Type.Object(
   { additionalProperties: false },
 );
 const RollbackBody = Type.Object({ component: Type.Optional(Component) }, { additionalProperties: false });
+const PolicyBody = Type.Object(
+  { approval: Type.Union([Type.Literal('migrations'), Type.Literal('all')]) },
+  { additionalProperties: false },
+);
 
 interface ApplyInput {
   dryRun?: boolean;
@@ -77,20 +105,15 @@ export default async function updateRoutes(app: FastifyInstance): Promise<void> 
     },
   });
 
-  /** The reply for a result: 200 for every outcome but a refusal (409, or 400 for bad input). */
-  const send = (reply: FastifyReply, r: UpdateResult) => {
-    const body = {
-      outcome: r.outcome,
-      step: r.step,
-      code: r.code,
-      passed: r.passed,
-      record: r.record,
-      ...(r.orchestrator ? { orchestrator: r.orchestrator } : {}),
-    };
-    if (r.outcome !== 'refused') return reply.code(200).send({ ...body, message: r.message });
-    return reply
-      .code(isInputCode(r.code) ? 400 : 409)
-      .send({ error: r.message ?? 'update refused', ...body });
+  /**
+   * The reply for a result: 200 for every outcome but a refusal (409, or 400 for bad input) and
+   * `restarting` (202: accepted, and the engine restarts into the promoted program after this
+   * reply).
+   */
+  const send = (reply: FastifyReply, r: UpdateResult, extra: Record<string, unknown> = {}) => {
+    const { message, ...body } = resultBody(r);
+    if (r.outcome !== 'refused') return reply.code(resultStatus(r)).send({ ...body, message, ...extra });
+    return reply.code(resultStatus(r)).send({ error: message ?? 'update refused', ...body, ...extra });
   };
 
   /** An UpdateError thrown before the machine ran (bad request, wrong record shape): a refusal. */
@@ -117,6 +140,90 @@ export default async function updateRoutes(app: FastifyInstance): Promise<void> 
       ...meta('The update lifecycle state and persisted outcome', 'getUpdateStatus'),
     },
     async () => app.updates.status(),
+  );
+
+  app.get(
+    '/update/policy',
+    {
+      onRequest: app.requireCapability('job.read'),
+      config: { capability: 'job.read' as const },
+      ...meta('The update-approval policy and the updates awaiting a second owner', 'getUpdatePolicy'),
+    },
+    async (_request, reply) => {
+      try {
+        const policy = await readUpdatePolicy(app.state);
+        const now = Date.now();
+        const rows = await app.state.approvals.list({ kind: 'owner-action', status: ['pending'] });
+        const pending = [];
+        for (const r of rows) {
+          const detail = r.detail as { action?: string; params?: unknown };
+          const q = detail.action === 'update-apply' ? queuedUpdate(detail.params) : null;
+          if (q === null || (r.expiresAt !== null && Date.parse(r.expiresAt) <= now)) continue;
+          pending.push({
+            id: r.id,
+            kind: q.kind,
+            version: q.version,
+            to: q.to,
+            channel: q.channel,
+            percentage: q.percentage,
+            requestedBy: r.requestedBy,
+            requestedByEmail: r.requestedByEmail,
+            requestedAt: r.requestedAt,
+            expiresAt: r.expiresAt,
+          });
+        }
+        return { ...policy, pending };
+      } catch {
+        return sendStateUnavailable(reply);
+      }
+    },
+  );
+
+  app.put<{ Body: { approval: UpdateApproval } }>(
+    '/update/policy',
+    {
+      onRequest: [
+        async (request: FastifyRequest, reply: FastifyReply) => {
+          const caller = request.caller!;
+          if (!isOwner(caller.authz)) sendForbidden(reply, 'owner', roleName(caller.role));
+        },
+        app.requireStepUp,
+        app.rateLimitCaller,
+      ],
+      ...meta(
+        'Set the update-approval policy (an owner; lowering it waits for a second owner)',
+        'putUpdatePolicy',
+        PolicyBody,
+      ),
+    },
+    async (request, reply) => {
+      const approval = request.body.approval;
+      try {
+        const previous = (await readUpdatePolicy(app.state)).approval;
+        if (previous === 'all' && approval === 'migrations') {
+          // Lowering the policy is itself an owner action (as disarming the owner-action gate).
+          const queued = await queueAudited(app, request, 'update-policy', { approval });
+          return reply.code(202).send({
+            ownerActionQueued: true,
+            id: queued.id,
+            status: 'pending',
+            expiresAt: queued.expiresAt,
+            approval: previous,
+            requested: approval,
+          });
+        }
+        await writeUpdatePolicy(app.state, approval, request.caller!.subject ?? 'admin-token');
+        await app.audit.forRequest(request, {
+          action: 'owner-action-gate',
+          outcome: 'applied',
+          target: 'update-approval',
+          detail: { updateApproval: approval, previous },
+        });
+        return { ok: true, approval, previous };
+      } catch {
+        return sendStateUnavailable(reply);
+      }
+    },
   );
 
   app.post(
@@ -152,33 +259,79 @@ export default async function updateRoutes(app: FastifyInstance): Promise<void> 
       });
       return reply;
     }
-    let r: UpdateResult;
+    // The update-approval policy (updates/approval.ts); unreadable counts as `all` (fail closed).
+    let approval: UpdateApproval;
     try {
-      r = await app.updates.apply({
-        dryRun,
-        ...(body.components !== undefined ? { components: body.components } : {}),
-        ...(body.allowDowngrade !== undefined ? { allowDowngrade: body.allowDowngrade } : {}),
-        ...(body.readBack !== undefined ? { readBack: body.readBack } : {}),
-        ...(ramp ? { percentage: body.percentage! } : {}),
-      });
-    } catch (e) {
-      r = thrown(e);
+      approval = (await readUpdatePolicy(app.state)).approval;
+    } catch {
+      approval = 'all';
     }
-    const target = r.record?.to.engine ?? null;
+    const input: UpdateRequest = {
+      dryRun,
+      ...(body.components !== undefined ? { components: body.components } : {}),
+      ...(body.allowDowngrade !== undefined ? { allowDowngrade: body.allowDowngrade } : {}),
+      ...(body.readBack !== undefined ? { readBack: body.readBack } : {}),
+      ...(ramp ? { percentage: body.percentage! } : {}),
+    };
+    let d: PolicyDecision;
+    try {
+      d = await applyUnderPolicy(app.updates, input, approval);
+    } catch (e) {
+      d = { result: thrown(e), approvalRequired: false, queue: null };
+    }
+    const kind = ramp ? 'ramp' : 'apply';
+    const r = d.result;
+    if (d.queue !== null) {
+      // A live request the policy holds for a second owner: queued, not carried out.
+      const q = d.queue;
+      let queued: ApprovalRecord;
+      try {
+        queued = await queueAudited(app, request, 'update-apply', { ...q });
+      } catch {
+        return sendStateUnavailable(reply);
+      }
+      await app.audit.forRequest(request, {
+        action,
+        outcome: 'queued',
+        target: q.to.engine ?? null,
+        detail: updateAuditDetail(kind, false, r, {
+          percentage: q.percentage,
+          approval: queued.id,
+          outcome: 'queued',
+          reason: null,
+        }),
+      });
+      const { message: _dry, ...checked } = resultBody(r);
+      return reply.code(202).send({
+        ...checked,
+        outcome: 'queued',
+        step: 'approval',
+        message: `a second owner approves this ${kind} (POST /admin/owner-actions/${queued.id}/approve)`,
+        approvalRequired: true,
+        ownerActionQueued: true,
+        approval: {
+          id: queued.id,
+          action: 'update-apply',
+          status: 'pending',
+          requestedAt: queued.requestedAt,
+          expiresAt: queued.expiresAt,
+          kind: q.kind,
+          version: q.version,
+          to: q.to,
+          channel: q.channel,
+        },
+      });
+    }
     await app.audit.forRequest(request, {
       action,
       outcome: r.outcome === 'refused' ? 'refused' : 'applied',
-      target,
-      detail: ramp
-        ? { percent: body.percentage ?? null, settled: false }
-        : {
-            dryRun,
-            components: r.record?.components ?? body.components ?? null,
-            outcome: r.outcome,
-            reason: r.code ?? (r.outcome === 'refused' ? r.step : null),
-          },
+      target: r.record?.to.engine ?? null,
+      detail: updateAuditDetail(kind, dryRun, r, {
+        components: body.components ?? null,
+        percentage: body.percentage ?? null,
+      }),
     });
-    return send(reply, r);
+    return send(reply, r, { approvalRequired: d.approvalRequired });
   };
 
   app.post(

@@ -1,6 +1,8 @@
 /**
  * The test-only routes under `/admin/test-fault/` (specification "SCIM facade and test-only
- * routes"): `POST arm`, `POST disarm`, `POST canary-tick`, `POST retention-tick`, `GET status`.
+ * routes"): `POST arm`, `POST disarm`, `POST canary-tick` (flies the integrity canary, its
+ * verdict listeners included, then runs the reconciliation tick), `POST retention-tick`,
+ * `GET status`.
  * Registered ONLY when HARNESS_TEST_FAULTS is set (otherwise the admin family's not-found handler
  * answers the whole prefix with a plain 404 before authentication), and owner-only: the caller is
  * authenticated like any admin caller, then anyone but an owner gets 403 with `required: 'owner'`.
@@ -90,16 +92,19 @@ export default async function testFaultRoutes(app: FastifyInstance): Promise<voi
     '/canary-tick',
     {
       schema: {
-        summary: 'Run the reconciliation tick now (test only)',
+        summary: 'Fly the canary and run the reconciliation tick now (test only)',
         operationId: 'testFaultCanaryTick',
         tags,
         body: Type.Optional(TickBody),
       },
     },
     async (request) => {
+      // The canary first (its verdict listeners included), so destination faults armed for it
+      // meet its flights before any run the tick dispatches.
+      const canary = await app.canary.fly('tick');
       const tick = await app.runs.tick('canary-tick');
       if (request.body?.wait) await app.runs.idle();
-      return { ok: true, tick };
+      return { ok: true, tick, canary };
     },
   );
 
