@@ -71,6 +71,8 @@ export const AUDIT_ACTIONS = [
   'update-settle',
   'update-rollback',
   'update-ramp',
+  // The integrity canary.
+  'canary-dead',
   // Notifications.
   'notify-test',
 ] as const;

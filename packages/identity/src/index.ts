@@ -78,24 +78,24 @@ export {
 } from './recovery-codes.ts';
 export {
   checkSamlConnection,
-  fetchIdpMetadata,
-  parseIdpMetadata,
   SAML_DEFAULT_CLOCK_SKEW_SECONDS,
   SAML_DEFAULT_EMAIL_ATTRIBUTES,
-  SAML_DEFAULT_TIMEOUT_MS,
   SAML_MAX_CLOCK_SKEW_SECONDS,
-  SAML_METADATA_MAX_BYTES,
   SAML_NAMEID_PERSISTENT,
-  SAML_RESPONSE_MAX_CHARS,
   type SamlConnection,
-  type SamlIdentity,
-  type SamlIdpMetadata,
-  samlAssertionConsumer,
   samlCertificateFingerprint,
-  samlServiceProviderMetadata,
-  samlStart,
   samlSubject,
-} from './saml.ts';
+} from './saml-connection.ts';
+export { SAML_RESPONSE_MAX_CHARS, type SamlIdentity, samlAssertionConsumer } from './saml-consumer.ts';
+export {
+  fetchIdpMetadata,
+  parseIdpMetadata,
+  SAML_DEFAULT_TIMEOUT_MS,
+  SAML_METADATA_MAX_BYTES,
+  type SamlIdpMetadata,
+  samlServiceProviderMetadata,
+} from './saml-metadata.ts';
+export { samlStart } from './saml-start.ts';
 export {
   DEFAULT_SESSION_TTL_SECONDS,
   DEFAULT_TOKEN_SESSION_TTL_SECONDS,

@@ -6,6 +6,7 @@
  * failure, never a skip.
  */
 
+export { labelledBytes } from './bytes.ts';
 export { chromiumPath } from './chromium.ts';
 export { type HttpsRoute, type HttpsRouteServer, startHttpsRouteServer } from './https-routes.ts';
 export { markdownCells, markdownTable } from './markdown.ts';

@@ -82,7 +82,12 @@ export {
   type UpdateExecutor,
   type UpdateReply,
 } from './lifecycle.ts';
-export { buildChannelDocument, type PublishInput } from './publish.ts';
+export {
+  buildChannelDocument,
+  buildChannelDocumentFromBytes,
+  type PublishBytesInput,
+  type PublishInput,
+} from './publish.ts';
 export {
   LIFECYCLE_STEPS,
   type LifecycleStep,

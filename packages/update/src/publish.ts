@@ -1,9 +1,11 @@
 /**
  * Building a channel document from artefact files (the library half of `coffer-update-publish`;
- * docs/updates.md, "Publishing a channel"). Each artefact's size and SHA-384 are computed from the
- * file itself, so the document can only name bytes the publisher actually has.
+ * docs/updates.md, "Publishing a channel") or from artefacts held in memory. Each artefact's size
+ * and SHA-384 are computed from the file or the bytes themselves, so the document can only name
+ * bytes the publisher actually has.
  */
 import { basename } from 'node:path';
+import { sha384Digest } from '@coffer/crypto';
 import {
   CHANNEL_KIND,
   type ChannelComponent,
@@ -23,7 +25,18 @@ export interface PublishArtefact {
   url?: string;
 }
 
-export interface PublishInput {
+/** An artefact held in memory (a pipeline that builds its tarballs without writing them first). */
+export interface PublishBytes {
+  /** The artefact's bytes. */
+  bytes: Uint8Array;
+  /** Its version (the engine's is the release version). */
+  version: string;
+  /** Where clients fetch it, relative to the channel document (there is no file name to default to). */
+  url: string;
+}
+
+/** What a channel document says besides its artefacts (PublishInput without `engine`, `console`). */
+interface PublishRelease {
   channel?: string;
   sequence: number;
   issuedAt: Date;
@@ -33,8 +46,17 @@ export interface PublishInput {
   requiredSteps?: string[];
   schemaEpoch?: number;
   migration?: boolean;
+}
+
+export interface PublishInput extends PublishRelease {
   engine: PublishArtefact;
   console?: PublishArtefact;
+}
+
+/** PublishInput with the artefacts held in memory. */
+export interface PublishBytesInput extends PublishRelease {
+  engine: PublishBytes;
+  console?: PublishBytes;
 }
 
 async function component(a: PublishArtefact): Promise<ChannelComponent> {
@@ -50,12 +72,18 @@ async function component(a: PublishArtefact): Promise<ChannelComponent> {
   return { version: a.version, url: a.url ?? encodeURIComponent(basename(a.file)), ...h };
 }
 
-/**
- * Builds and checks a channel document (times to whole seconds, UTC). Rejects with
- * ERR_UPDATE_INVALID_ARGUMENT for an unreadable artefact and ERR_UPDATE_MALFORMED_CHANNEL for a
- * document that breaks a rule (bad version, expiry not after issue, ...).
- */
-export async function buildChannelDocument(input: PublishInput): Promise<ChannelDocument> {
+function bytesComponent(a: PublishBytes): ChannelComponent {
+  if (!(a?.bytes instanceof Uint8Array))
+    throw new UpdateError('ERR_UPDATE_INVALID_ARGUMENT', 'artefact bytes must be a Uint8Array');
+  return { version: a.version, url: a.url, sha384: sha384Digest(a.bytes), size: a.bytes.byteLength };
+}
+
+/** The document around its artefacts' components, checked (times to whole seconds, UTC). */
+function channelDocument(
+  input: PublishRelease,
+  engine: ChannelComponent,
+  consoleComponent: ChannelComponent | undefined,
+): ChannelDocument {
   const iso = (d: Date) => `${d.toISOString().slice(0, 19)}Z`;
   const doc = {
     kind: CHANNEL_KIND,
@@ -65,17 +93,38 @@ export async function buildChannelDocument(input: PublishInput): Promise<Channel
     issuedAt: iso(input.issuedAt),
     expiresAt: iso(input.expiresAt),
     recommended: {
-      version: input.engine.version,
+      version: engine.version,
       ...(input.minEngineVersion !== undefined ? { minEngineVersion: input.minEngineVersion } : {}),
       risk: input.risk ?? 'routine',
       requiredSteps: input.requiredSteps ?? [],
       schemaEpoch: input.schemaEpoch ?? 0,
       migration: input.migration ?? false,
     },
-    components: {
-      engine: await component(input.engine),
-      ...(input.console ? { console: await component(input.console) } : {}),
-    },
+    components: { engine, ...(consoleComponent ? { console: consoleComponent } : {}) },
   };
   return parseChannelDocument(doc);
+}
+
+/**
+ * Builds and checks a channel document (times to whole seconds, UTC). Rejects with
+ * ERR_UPDATE_INVALID_ARGUMENT for an unreadable artefact and ERR_UPDATE_MALFORMED_CHANNEL for a
+ * document that breaks a rule (bad version, expiry not after issue, ...).
+ */
+export async function buildChannelDocument(input: PublishInput): Promise<ChannelDocument> {
+  const engine = await component(input.engine);
+  return channelDocument(input, engine, input.console ? await component(input.console) : undefined);
+}
+
+/**
+ * buildChannelDocument for artefacts held in memory: each size and SHA-384 is computed from the
+ * bytes. Throws ERR_UPDATE_INVALID_ARGUMENT when an artefact's bytes are not a Uint8Array and
+ * ERR_UPDATE_MALFORMED_CHANNEL for a document that breaks a rule (bad version or URL, expiry not
+ * after issue, ...).
+ */
+export function buildChannelDocumentFromBytes(input: PublishBytesInput): ChannelDocument {
+  return channelDocument(
+    input,
+    bytesComponent(input.engine),
+    input.console ? bytesComponent(input.console) : undefined,
+  );
 }

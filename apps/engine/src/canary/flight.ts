@@ -37,6 +37,16 @@ export const CANARY_JOB = 'canary';
 /** Where flights' archives live inside the canary namespace. */
 export const CANARY_RUNS_PREFIX = `jobs/${CANARY_JOB}/runs/`;
 
+/**
+ * The canary's own codes in a flight's `code` (beside the ERR_OBJECTSTORE_* and ERR_ARCHIVE_*
+ * codes of the packages); docs/errors.md lists them.
+ */
+export const CANARY_ERROR_CODES = [
+  'ERR_CANARY_TIMEOUT',
+  'ERR_CANARY_MISMATCH',
+  'ERR_CANARY_INTERNAL',
+] as const;
+
 export interface CanaryKeys {
   signer: { secretKey: Uint8Array; publicKey: Uint8Array };
   operational: { secretKey: Uint8Array; publicKey: Uint8Array };
@@ -237,7 +247,11 @@ async function readBack(store: WatchedStore, o: FlightOptions, records: CanaryRe
     throw new CanaryError(failure);
   }
   const total = records.reduce((n, r) => n + r.body.length, 0);
-  if (!verdict.checks.signerPinned || verdict.checks.records !== records.length || verdict.checks.bytes !== total)
+  if (
+    !verdict.checks.signerPinned ||
+    verdict.checks.records !== records.length ||
+    verdict.checks.bytes !== total
+  )
     throw new CanaryError('ERR_CANARY_MISMATCH');
   const run = await openRun(store, options);
   let i = 0;
@@ -246,7 +260,8 @@ async function readBack(store: WatchedStore, o: FlightOptions, records: CanaryRe
     if (want === undefined || entry.name !== want.name || entry.size !== want.body.length)
       throw new CanaryError('ERR_CANARY_MISMATCH');
     const pieces: Uint8Array[] = [];
-    for await (const p of run.readRecord(entry)) pieces.push(p.slice());
+    // Copies: the pieces may be views of the reader's pooled buffers.
+    for await (const p of run.readRecord(entry)) pieces.push(new Uint8Array(p));
     if (digest(Buffer.concat(pieces)) !== digest(want.body)) throw new CanaryError('ERR_CANARY_MISMATCH');
   }
   if (i !== records.length) throw new CanaryError('ERR_CANARY_MISMATCH');
@@ -270,7 +285,6 @@ export async function flyOnce(store: ObjectStore, o: FlightOptions): Promise<Fli
       timeout.abort();
       resolve(outcomeOf(new CanaryError('ERR_CANARY_TIMEOUT'), phase));
     }, o.timeoutMs);
-    timer.unref();
   });
   try {
     return await Promise.race([work, expired]);

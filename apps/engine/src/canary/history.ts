@@ -10,12 +10,7 @@
  */
 import type { SettingsRepository } from '@coffer/state';
 import { Value } from 'typebox/value';
-import {
-  type CanaryFlight,
-  CanaryFlightSchema,
-  type CanarySet,
-  CanarySetSchema,
-} from './types.ts';
+import { type CanaryFlight, CanaryFlightSchema, type CanarySet, CanarySetSchema } from './types.ts';
 
 export const FLIGHT_PREFIX = 'canary.flight:';
 export const LAST_SET_SETTING = 'canary.set.last';
@@ -39,7 +34,11 @@ export class CanaryHistory {
     await this.#settings.set(LAST_SET_SETTING, set);
     for (const destination of new Set(flights.map((f) => f.destination))) {
       const rows = await this.#settings.list(prefixOf(destination));
-      const old = rows.map((r) => r.key).sort().reverse().slice(this.#keep);
+      const old = rows
+        .map((r) => r.key)
+        .sort()
+        .reverse()
+        .slice(this.#keep);
       for (const key of old) await this.#settings.delete(key);
     }
   }

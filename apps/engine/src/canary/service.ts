@@ -113,8 +113,16 @@ export class CanaryService {
 
   /** Flies one set (or joins the one in flight). Never throws. */
   fly(trigger: CanaryTrigger): Promise<CanaryResult> {
+    // Shutting down: nothing flies, nothing is recorded, no listener runs.
+    if (this.#stopped) return Promise.resolve({ verdict: 'undecided', flights: [] });
     if (this.#flying !== null && this.#joined !== null) return this.#joined;
-    const flying = this.#flySet(trigger);
+    const flying = this.#flySet(trigger).catch((err: unknown): CanaryResult => {
+      this.#o.log.error(
+        { event: 'canary-set-failed', trigger, code: (err as { code?: string }).code },
+        `canary ${trigger}: the flight set failed; undecided`,
+      );
+      return { verdict: 'undecided', flights: [] };
+    });
     this.#flying = flying;
     const joined = flying.then(async (result) => {
       // No longer in flight: a listener that flies again starts a new set instead of waiting here.
@@ -199,7 +207,7 @@ export class CanaryService {
 
   async #flySet(trigger: CanaryTrigger): Promise<CanaryResult> {
     const startedAt = this.#now().toISOString();
-    const destinations = this.#stopped ? [] : [...this.#o.destinations()];
+    const destinations = [...this.#o.destinations()];
     const flights = await Promise.all(destinations.map(([id, store]) => this.#flyTo(id, store, trigger)));
     const verdict: CanaryVerdict = overallVerdict(flights);
     const set: CanarySet = {
@@ -211,24 +219,24 @@ export class CanaryService {
       engineVersion: this.engineVersion,
       instanceId: this.instanceId,
     };
-    if (!this.#stopped || flights.length > 0) {
-      try {
-        await this.#history.record(set, flights);
-      } catch (err) {
-        this.#o.log.error(
-          { event: 'canary-record-failed', code: (err as { code?: string }).code },
-          'canary flights not recorded in the state store',
-        );
-      }
+    try {
+      await this.#history.record(set, flights);
+    } catch (err) {
+      this.#o.log.error(
+        { event: 'canary-record-failed', code: (err as { code?: string }).code },
+        'canary flights not recorded in the state store',
+      );
     }
     for (const f of flights.filter((x) => x.verdict === 'dead')) {
-      await this.#o.audit?.append({
-        action: 'canary-dead',
-        actor: { ...ENGINE_ACTOR },
-        outcome: 'failed',
-        target: f.destination,
-        detail: { destination: f.destination, code: f.code, flight: f.id, trigger },
-      });
+      await this.#o.audit
+        ?.append({
+          action: 'canary-dead',
+          actor: { ...ENGINE_ACTOR },
+          outcome: 'failed',
+          target: f.destination,
+          detail: { destination: f.destination, code: f.code, flight: f.id, trigger },
+        })
+        ?.catch(() => undefined);
     }
     const log = verdict === 'dead' ? 'error' : verdict === 'undecided' ? 'warn' : 'info';
     this.#o.log[log](

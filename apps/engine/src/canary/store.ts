@@ -45,9 +45,9 @@ export function canaryStore(store: ObjectStore): ObjectStore {
   const ours = (o: ObjectInfo) => o.key.startsWith(CANARY_PREFIX);
   return {
     description: 'canary namespace',
-    put: (key, body, options) => store.put(inside(key, 'key'), body, options),
-    get: (key, range, options) => store.get(inside(key, 'key'), range, options),
-    getStream: (key, range) => store.getStream(inside(key, 'key'), range),
+    put: async (key, body, options) => store.put(inside(key, 'key'), body, options),
+    get: async (key, range, options) => store.get(inside(key, 'key'), range, options),
+    getStream: async (key, range) => store.getStream(inside(key, 'key'), range),
     async head(key) {
       const info = await store.head(inside(key, 'key'));
       return info === null ? null : strip(info);
@@ -59,7 +59,7 @@ export function canaryStore(store: ObjectStore): ObjectStore {
     async *listAll(prefix) {
       for await (const o of store.listAll(inside(prefix, 'prefix'))) if (ours(o)) yield strip(o);
     },
-    delete: (key) => store.delete(inside(key, 'key')),
+    delete: async (key) => store.delete(inside(key, 'key')),
   };
 }
 
@@ -105,10 +105,13 @@ export function watchedStore(store: ObjectStore): WatchedStore {
   };
 }
 
+/** A copy (a Buffer's `slice` would share the caller's memory, which the writer reuses). */
+const copy = (b: Uint8Array): Uint8Array => new Uint8Array(b);
+
 async function collect(body: Body): Promise<Uint8Array> {
-  if (body instanceof Uint8Array) return body.slice();
+  if (body instanceof Uint8Array) return copy(body);
   const parts: Uint8Array[] = [];
-  for await (const p of body) parts.push(p.slice());
+  for await (const p of body) parts.push(copy(p));
   return new Uint8Array(Buffer.concat(parts));
 }
 
@@ -128,7 +131,9 @@ export function memoryStore(): ObjectStore {
   // Plain string order: the canary's keys are ASCII, where it equals the UTF-8 byte order.
   const sorted = (prefix: string) => [...objects.keys()].filter((k) => k.startsWith(prefix)).sort();
   const slice = (bytes: Uint8Array, range?: ByteRange) =>
-    range === undefined ? bytes : bytes.subarray(range.start, range.end === undefined ? undefined : range.end + 1);
+    range === undefined
+      ? bytes
+      : bytes.subarray(range.start, range.end === undefined ? undefined : range.end + 1);
   const store: ObjectStore = {
     description: 'memory',
     async put(key: string, body: Body, options?: PutOptions) {
@@ -140,7 +145,8 @@ export function memoryStore(): ObjectStore {
       if (options?.ifNoneMatch === '*' && objects.has(key))
         throw new ObjectStoreError('ERR_OBJECTSTORE_PRECONDITION_FAILED', 'object exists', { key });
       used += bytes.length - (objects.get(key)?.length ?? 0);
-      if (used > MEMORY_LIMIT) throw new ObjectStoreError('ERR_OBJECTSTORE_REJECTED', 'memory store full', { key });
+      if (used > MEMORY_LIMIT)
+        throw new ObjectStoreError('ERR_OBJECTSTORE_REJECTED', 'memory store full', { key });
       objects.set(key, bytes);
       return {};
     },
@@ -155,7 +161,7 @@ export function memoryStore(): ObjectStore {
         options.into.set(part);
         return options.into.subarray(0, part.length);
       }
-      return part.slice();
+      return copy(part);
     },
     async getStream(key: string, range?: ByteRange) {
       const bytes = await store.get(key, range);

@@ -19,7 +19,10 @@ declare module 'fastify' {
 
 /** Test-only overrides (a short timer, the sweep grace, a flight timeout); never from the environment. */
 export type CanaryPluginOptions = Partial<
-  Pick<CanaryServiceOptions, 'intervalMs' | 'sweepGraceMs' | 'flightTimeoutMs' | 'engineVersion' | 'workers' | 'now'>
+  Pick<
+    CanaryServiceOptions,
+    'intervalMs' | 'sweepGraceMs' | 'flightTimeoutMs' | 'engineVersion' | 'workers' | 'now'
+  >
 >;
 
 async function canaryPlugin(app: FastifyInstance, options: CanaryPluginOptions): Promise<void> {

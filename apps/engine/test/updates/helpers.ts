@@ -1,14 +1,19 @@
 // A real update channel for engine tests: an https server on 127.0.0.1 under a test CA
-// (@coffer/testkit's startHttpsRouteServer), channel documents signed by a hybrid signer with
-// @coffer/update's signChannel, and an engine started with ENGINE_UPDATE_* pointing at it.
-import { createHash } from 'node:crypto';
+// (@coffer/testkit's startHttpsRouteServer), channel documents built by @coffer/update's
+// buildChannelDocumentFromBytes and signed by a hybrid signer with its signChannel, and an engine
+// started with ENGINE_UPDATE_* pointing at it.
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { encodeKeyFile, generateSigner } from '@coffer/crypto';
 import { passkeySubject, SESSION_COOKIE } from '@coffer/identity';
-import { type HttpsRouteServer, startHttpsRouteServer, tempDir } from '@coffer/testkit';
-import { type ChannelDocument, signChannel } from '@coffer/update';
+import { type HttpsRouteServer, labelledBytes, startHttpsRouteServer, tempDir } from '@coffer/testkit';
+import {
+  buildChannelDocumentFromBytes,
+  type ChannelDocument,
+  type RecommendedRelease,
+  signChannel,
+} from '@coffer/update';
 import { create as createTar } from 'tar';
 import { bearer, http, type Reply, type Started, startEngine } from '../helpers/engine.ts';
 
@@ -16,14 +21,9 @@ export const CONSOLE = 'https://console.coffer.test';
 export const signer = generateSigner();
 export const otherSigner = generateSigner();
 const HOUR = 3600_000;
-const iso = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
 
-export function artefact(label: string, size = 4096): Uint8Array {
-  const out = new Uint8Array(size);
-  const seed = createHash('sha256').update(label).digest();
-  for (let i = 0; i < size; i++) out[i] = seed[i % seed.length]! ^ (i & 0xff);
-  return out;
-}
+/** Artefact bytes that depend only on `label` (@coffer/testkit's labelledBytes). */
+export const artefact = labelledBytes;
 
 /**
  * A release tarball as the engine's upload unpacks it (`engine/main.js`, src/updates/release-artefact.ts);
@@ -44,8 +44,6 @@ export function engineArtefact(label: string): Uint8Array {
   }
 }
 
-const sha384 = (b: Uint8Array) => `sha384:${createHash('sha384').update(b).digest('hex')}`;
-
 export interface Release {
   doc: ChannelDocument;
   files: Map<string, Uint8Array>;
@@ -57,40 +55,29 @@ export function release(
     sequence?: number;
     version?: string;
     console?: string | null;
-    recommended?: Partial<ChannelDocument['recommended']>;
+    recommended?: Partial<Omit<RecommendedRelease, 'version'>>;
     issuedAt?: string;
     expiresAt?: string;
   } = {},
 ): Release {
   const version = o.version ?? '1.4.0';
-  const files = new Map<string, Uint8Array>();
-  const engine = engineArtefact(`engine-${version}`);
-  files.set(`engine-${version}.tgz`, engine);
-  const doc: ChannelDocument = {
-    kind: 'coffer-update-channel',
-    v: 1,
-    channel: 'stable',
+  const engine = { bytes: engineArtefact(`engine-${version}`), version, url: `engine-${version}.tgz` };
+  const cv = o.console === null ? null : (o.console ?? version);
+  const consoleArtefact =
+    cv === null
+      ? undefined
+      : { bytes: artefact(`console-${cv}`, 2048), version: cv, url: `console-${cv}.tgz` };
+  const doc = buildChannelDocumentFromBytes({
     sequence: o.sequence ?? 7,
-    issuedAt: o.issuedAt ?? iso(Date.now() - HOUR),
-    expiresAt: o.expiresAt ?? iso(Date.now() + 24 * HOUR),
-    recommended: {
-      version,
-      risk: 'routine',
-      requiredSteps: [],
-      schemaEpoch: 1,
-      migration: false,
-      ...o.recommended,
-    },
-    components: {
-      engine: { version, url: `engine-${version}.tgz`, sha384: sha384(engine), size: engine.length },
-    },
-  };
-  if (o.console !== null) {
-    const cv = o.console ?? version;
-    const c = artefact(`console-${cv}`, 2048);
-    files.set(`console-${cv}.tgz`, c);
-    doc.components.console = { version: cv, url: `console-${cv}.tgz`, sha384: sha384(c), size: c.length };
-  }
+    issuedAt: o.issuedAt === undefined ? new Date(Date.now() - HOUR) : new Date(o.issuedAt),
+    expiresAt: o.expiresAt === undefined ? new Date(Date.now() + 24 * HOUR) : new Date(o.expiresAt),
+    schemaEpoch: 1,
+    ...o.recommended,
+    engine,
+    ...(consoleArtefact === undefined ? {} : { console: consoleArtefact }),
+  });
+  const files = new Map<string, Uint8Array>();
+  for (const a of [engine, consoleArtefact]) if (a !== undefined) files.set(a.url, a.bytes);
   return { doc, files };
 }
 

@@ -1,9 +1,14 @@
 // Real signed channel documents and a real https channel server on 127.0.0.1 under a test CA.
 import { createHash } from 'node:crypto';
 import { generateSigner } from '@coffer/crypto';
-import { type HttpsRoute, type HttpsRouteServer, startHttpsRouteServer } from '@coffer/testkit';
-import type { ChannelDocument, ChannelTrust } from '../../src/index.ts';
-import { signChannel } from '../../src/index.ts';
+import {
+  type HttpsRoute,
+  type HttpsRouteServer,
+  labelledBytes,
+  startHttpsRouteServer,
+} from '@coffer/testkit';
+import type { ChannelDocument, ChannelTrust, RecommendedRelease } from '../../src/index.ts';
+import { buildChannelDocumentFromBytes, signChannel } from '../../src/index.ts';
 
 export const signer = generateSigner();
 export const otherSigner = generateSigner();
@@ -15,13 +20,10 @@ export function sha384(bytes: Uint8Array): string {
   return `sha384:${createHash('sha384').update(bytes).digest('hex')}`;
 }
 
-export function artefactBytes(label: string, size = 4096): Uint8Array {
-  const out = new Uint8Array(size);
-  const seed = createHash('sha256').update(label).digest();
-  for (let i = 0; i < size; i++) out[i] = seed[i % seed.length]! ^ (i & 0xff);
-  return out;
-}
+/** Artefact bytes that depend only on `label` (@coffer/testkit's labelledBytes). */
+export const artefactBytes = labelledBytes;
 
+/** A checked channel document (buildChannelDocumentFromBytes) for a release at `version`. */
 export function makeDoc(
   overrides: {
     sequence?: number;
@@ -30,43 +32,30 @@ export function makeDoc(
     console?: Uint8Array | null;
     consoleVersion?: string;
     url?: string;
-    recommended?: Partial<ChannelDocument['recommended']>;
+    recommended?: Partial<Omit<RecommendedRelease, 'version'>>;
     issuedAt?: string;
     expiresAt?: string;
   } = {},
 ): ChannelDocument {
   const version = overrides.version ?? '1.4.0';
-  const engine = overrides.engine ?? artefactBytes(`engine-${version}`);
-  const doc: ChannelDocument = {
-    kind: 'coffer-update-channel',
-    v: 1,
-    channel: 'stable',
+  const cv = overrides.consoleVersion ?? version;
+  const consoleBytes =
+    overrides.console === null ? null : (overrides.console ?? artefactBytes(`console-${version}`, 2048));
+  return buildChannelDocumentFromBytes({
     sequence: overrides.sequence ?? 7,
-    issuedAt: overrides.issuedAt ?? '2026-05-01T00:00:00Z',
-    expiresAt: overrides.expiresAt ?? '2026-05-31T00:00:00Z',
-    recommended: {
+    issuedAt: new Date(overrides.issuedAt ?? '2026-05-01T00:00:00Z'),
+    expiresAt: new Date(overrides.expiresAt ?? '2026-05-31T00:00:00Z'),
+    schemaEpoch: 1,
+    ...overrides.recommended,
+    engine: {
+      bytes: overrides.engine ?? artefactBytes(`engine-${version}`),
       version,
-      risk: 'routine',
-      requiredSteps: [],
-      schemaEpoch: 1,
-      migration: false,
-      ...overrides.recommended,
+      url: overrides.url ?? `engine-${version}.tgz`,
     },
-    components: {
-      engine: {
-        version,
-        url: overrides.url ?? `engine-${version}.tgz`,
-        sha384: sha384(engine),
-        size: engine.length,
-      },
-    },
-  };
-  if (overrides.console !== null) {
-    const c = overrides.console ?? artefactBytes(`console-${version}`, 2048);
-    const cv = overrides.consoleVersion ?? version;
-    doc.components.console = { version: cv, url: `console-${cv}.tgz`, sha384: sha384(c), size: c.length };
-  }
-  return doc;
+    ...(consoleBytes === null
+      ? {}
+      : { console: { bytes: consoleBytes, version: cv, url: `console-${cv}.tgz` } }),
+  });
 }
 
 export function signed(doc: ChannelDocument, secretKey = signer.secretKey): Uint8Array {

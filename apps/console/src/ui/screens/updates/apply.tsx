@@ -8,12 +8,11 @@
  */
 import { useId, useState } from 'react';
 import { api } from '../../api/client.ts';
-import { StepUpCancelled } from '../../auth/step-up.tsx';
 import { RadioChoice } from '../../components/form.tsx';
 import { ErrorBox, Field, formatTime, useRunner } from '../../components/ui.tsx';
 import { ConfirmButton, ShownOnce } from '../admin/common.tsx';
 import { LifecycleResult } from './result.tsx';
-import { sendStep } from './steps.ts';
+import { sendWithToken } from './steps.ts';
 import type { Component, DeployToken, LifecycleReply, UpdateStatus, UpdatesView } from './types.ts';
 
 export interface TokenState {
@@ -115,15 +114,7 @@ export function ApplyPanel({
 
   const step = async (title: string, path: string, b: Record<string, unknown>, live: boolean) => {
     setReply(null);
-    let r: LifecycleReply;
-    try {
-      r = await sendStep(path, b, live ? token.trim() : undefined);
-    } catch (err) {
-      // A live request that reached the engine used the token up, whatever it answered.
-      if (live && !(err instanceof StepUpCancelled)) setToken('');
-      throw err;
-    }
-    if (live) setToken('');
+    const r = await sendWithToken(path, b, live, token, () => setToken(''));
     setReply({ title, reply: r });
     await onReply(r);
   };

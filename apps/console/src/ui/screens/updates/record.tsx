@@ -5,11 +5,10 @@
  * shown with its code and step in plain words. Anyone with `job.read` sees the record.
  */
 import { Fragment, useId, useState } from 'react';
-import { StepUpCancelled } from '../../auth/step-up.tsx';
 import { formatTime } from '../../components/ui.tsx';
 import { ConfirmButton, Tag } from '../admin/common.tsx';
 import { LifecycleResult } from './result.tsx';
-import { sendStep } from './steps.ts';
+import { sendWithToken } from './steps.ts';
 import { codeText, type LifecycleReply, stepText, type UpdateRecord, versionText } from './types.ts';
 
 const PHASE_TEXT: Record<string, string> = {
@@ -109,14 +108,7 @@ export function RecordPanel({
 
   const act = async (title: string, path: string, body: Record<string, unknown>, live = false) => {
     setReply(null);
-    let r: LifecycleReply;
-    try {
-      r = await sendStep(path, body, live ? token.trim() : undefined);
-    } catch (err) {
-      if (live && !(err instanceof StepUpCancelled)) setToken('');
-      throw err;
-    }
-    if (live) setToken('');
+    const r = await sendWithToken(path, body, live, token, () => setToken(''));
     setReply({ title, reply: r });
     await onReply(r);
   };

@@ -7,6 +7,7 @@
  * (before the engine takes the token), and the retried request carries the token again.
  */
 import { api, isQueued } from '../../api/client.ts';
+import { StepUpCancelled } from '../../auth/step-up.tsx';
 import { DEPLOY_TOKEN_HEADER, isDeployTokenRefusal, type LifecycleReply, replyOf } from './types.ts';
 
 export class DeployTokenRefused extends Error {
@@ -88,4 +89,27 @@ export async function waitForEngine(
     }
   }
   return null;
+}
+
+/**
+ * Sends a lifecycle step from a panel holding the deploy token: a live step that reached the
+ * engine used the token up, whatever the engine answered, so the panel's copy is cleared (a
+ * cancelled step-up never reached it and keeps it).
+ */
+export async function sendWithToken(
+  path: string,
+  body: Record<string, unknown>,
+  live: boolean,
+  token: string,
+  clearToken: () => void,
+): Promise<LifecycleReply> {
+  let r: LifecycleReply;
+  try {
+    r = await sendStep(path, body, live ? token.trim() : undefined);
+  } catch (err) {
+    if (live && !(err instanceof StepUpCancelled)) clearToken();
+    throw err;
+  }
+  if (live) clearToken();
+  return r;
 }
