@@ -4,7 +4,7 @@
 // runs the live apply on the approved path (the release lands under <data dir>/releases/); a ramp
 // of a migration release stays refused; a dry run reports `approvalRequired` and queues nothing.
 // Policy `all` queues a non-migration release; an approval whose channel changed since it was
-// queued is refused and consumed; PUT /admin/update/policy needs an owner and step-up, and
+// queued is refused and consumed; POST /admin/update/policy needs an owner and step-up, and
 // lowering `all` waits for a second owner; under `migrations` a non-migration release goes
 // through at once.
 import { createHash } from 'node:crypto';
@@ -69,8 +69,8 @@ const as = (
   body: unknown = {},
   extra: Record<string, string> = {},
 ) => http(`${e.url}/admin${path}`, { headers: { ...(who ? who.headers : bearer()), ...extra }, body });
-const put = (e: UpdateEngine, who: Person | null, body: unknown) =>
-  http(`${e.url}/admin/update/policy`, { method: 'PUT', headers: who ? who.headers : bearer(), body });
+const setPolicy = (e: UpdateEngine, who: Person | null, body: unknown) =>
+  http(`${e.url}/admin/update/policy`, { headers: who ? who.headers : bearer(), body });
 
 async function ownerActions(
   e: UpdateEngine,
@@ -224,18 +224,18 @@ for (const backend of BACKENDS)
     const ada = await person(e, 'owner');
     const dan = await person(e, 'owner');
 
-    // PUT policy: an owner with a recent proof of presence; the body is checked.
+    // POST policy: an owner with a recent proof of presence; the body is checked.
     const operator = await person(e, 'operator');
-    t.match(await put(e, operator, { approval: 'all' }), { status: 403 });
-    t.equal((await put(e, await person(e, 'owner', 600), { approval: 'all' })).status, 401, 'step-up');
-    t.equal((await put(e, ada, { approval: 'some' })).status, 400);
-    t.equal((await put(e, ada, { approval: 'all', extra: 1 })).status, 400);
+    t.match(await setPolicy(e, operator, { approval: 'all' }), { status: 403 });
+    t.equal((await setPolicy(e, await person(e, 'owner', 600), { approval: 'all' })).status, 401, 'step-up');
+    t.equal((await setPolicy(e, ada, { approval: 'some' })).status, 400);
+    t.equal((await setPolicy(e, ada, { approval: 'all', extra: 1 })).status, 400);
     t.equal(
       (await http(`${e.url}/admin/update/policy`, { headers: operator.headers })).status,
       200,
       'job.read reads it',
     );
-    const set = await put(e, ada, { approval: 'all' });
+    const set = await setPolicy(e, ada, { approval: 'all' });
     t.equal(set.status, 200, set.text);
     t.same(set.json(), { ok: true, approval: 'all', previous: 'migrations' });
     t.match((await e.get('/update/policy')).json(), { approval: 'all', setBy: ada.subject });
@@ -281,7 +281,7 @@ for (const backend of BACKENDS)
     );
 
     // Lowering `all` is itself an owner action.
-    const lower = await put(e, ada, { approval: 'migrations' });
+    const lower = await setPolicy(e, ada, { approval: 'migrations' });
     t.equal(lower.status, 202, lower.text);
     t.match(lower.json(), { ownerActionQueued: true, id: /^oa_/, approval: 'all', requested: 'migrations' });
     t.equal((await e.get('/update/policy')).json().approval, 'all', 'not yet');

@@ -12,7 +12,7 @@
  *   `update-ramp`). A live apply or ramp (`dryRun: false`) and `ramp/settle` need the deploy token
  *   in `x-engine-deploy-token`, taken (used up) before anything else runs: 403
  *   `{ error: 'deploy token required', deployTokenRequired: true }` otherwise.
- * - `GET /admin/update/policy` (`job.read`) and `PUT /admin/update/policy` (an owner, step-up):
+ * - `GET /admin/update/policy` (`job.read`) and `POST /admin/update/policy` (an owner, step-up):
  *   the update-approval policy (updates/approval.ts). A live apply (or, under `all`, a live ramp)
  *   that needs a second owner is queued as the owner action `update-apply` after its deploy token
  *   was taken and its approved-path dry run passed: 202 `{ outcome: 'queued', approval }`;
@@ -179,7 +179,7 @@ export default async function updateRoutes(app: FastifyInstance): Promise<void> 
     },
   );
 
-  app.put<{ Body: { approval: UpdateApproval } }>(
+  app.post<{ Body: { approval: UpdateApproval } }>(
     '/update/policy',
     {
       onRequest: [
