@@ -13,7 +13,7 @@
 //   channel view and at the channel step of a dry run);
 // - replies answered by the browser's request routing: `queued` (202 under the update-approval
 //   policy: a notice naming the owner action) and `restarting` (the screen polls the status through a 503 until the engine answers);
-// - the canary section: the flights when `GET /admin/canary` answers, a quiet line on 404;
+// - the canary section: a flight flown through the test-fault route, shown with its verdict;
 // - a viewer sees the screen without any write;
 // - last, a live apply: "Get a deploy token" (step-up confirmed in place) shows the token once and
 //   fills it in; the live apply sends it in `x-engine-deploy-token` through the console; every
@@ -337,19 +337,16 @@ t.test('updates screen', async (t) => {
   await page.unroute('**/admin/update/apply');
   await page.unroute('**/admin/update/status');
 
-  // The canary: flights when the engine has the route, a quiet line when it does not.
+  // The canary: flown once (test-fault canary-tick), its flight shown with its verdict.
+  const tick = await stack.admin('POST', '/admin/test-fault/canary-tick', {});
+  t.equal(tick.status, 200, 'the canary flew');
+  t.equal(tick.body.canary.verdict, 'alive');
+  await page.reload();
   const canary = page.getByRole('region', { name: 'Canary' });
-  const canaryRoute = await stack.admin('GET', '/admin/canary');
-  if (canaryRoute.status === 404) {
-    await canary.getByText('Canary not available on this engine.').waitFor();
-    t.pass('no canary route: the quiet line');
-  } else {
-    t.equal(canaryRoute.status, 200, 'the canary answers');
-    await canary.getByText('Flies every').waitFor();
-    for (const d of canaryRoute.body.destinations as { destination: string }[])
-      await canary.getByRole('region', { name: `Canary flights to ${d.destination}` }).waitFor();
-    t.pass('the canary flights are shown');
-  }
+  await canary.getByText('Flies every').waitFor();
+  const flights = canary.getByRole('region', { name: 'Canary flights to default' });
+  await flights.waitFor();
+  t.match(await flights.textContent(), /alive/, 'the flight and its verdict are shown');
 
   await page.setViewportSize({ width: 390, height: 844 });
   await page.getByRole('heading', { level: 1, name: 'Updates' }).waitFor();
