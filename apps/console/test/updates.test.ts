@@ -11,6 +11,13 @@
 //   (ERR_UPDATE_MIGRATION_GUARD, in the components table and at the migration guard of a dry
 //   run) and a channel signed by another key than the pinned one (ERR_UPDATE_WRONG_SIGNER, for the
 //   channel view and at the channel step of a dry run);
+// - a live apply of that migration release, with a deploy token, is queued by the engine for a
+//   second owner (202, nothing written) and the approval-policy panel lists it as waiting;
+// - the update-approval policy: `migrations` by default (nobody set it); the owner raises it to
+//   `all` (step-up, at once) and the panel shows it set by them; lowering it back answers queued
+//   (202: a second owner must approve it) and the engine keeps `all`; a viewer sees the policy
+//   without the choice; a second owner approves the lowering on Members and the panel shows
+//   `migrations` again, set by the owner action;
 // - replies answered by the browser's request routing: `queued` (202 under the update-approval
 //   policy: a notice naming the owner action) and `restarting` (the screen polls the status through a 503 until the engine answers);
 // - the canary section: a flight flown through the test-fault route, shown with its verdict;
@@ -217,6 +224,30 @@ t.test('updates screen', async (t) => {
   const consoleRow = offer.locator('tr[data-component="console"]');
   t.match(await engineRow.textContent(), /engine0\.0\.01\.4\.0noneupdate available/, 'engine: update');
   t.match(await consoleRow.textContent(), /consolenone1\.4\.0noneupdate available/, 'console: update');
+  // The update-approval policy: the default, set by nobody, nothing waiting; the owner's choice
+  // shows it and has nothing to change yet.
+  const policy = page.getByRole('region', { name: 'Approval policy' });
+  await policy.locator('[data-policy]').waitFor();
+  t.equal(
+    await policy.locator('[data-policy]').getAttribute('data-policy'),
+    'migrations',
+    'migrations by default',
+  );
+  const policyText = (await policy.textContent()) ?? '';
+  t.match(
+    policyText,
+    /Only a release that migrates the state store waits for a second owner/,
+    'in plain words',
+  );
+  t.match(policyText, /Policymigrations only \(migrations\)/);
+  t.match(policyText, /Set bynobody: this is the default/, 'never set');
+  t.match(policyText, /No update is waiting for a second owner\./);
+  const migrationsOnly = policy.getByRole('radio', { name: /^Migrations only/ });
+  const everyRelease = policy.getByRole('radio', { name: /^Every release/ });
+  const changePolicy = policy.getByRole('button', { name: 'Change the policy' });
+  t.ok(await migrationsOnly.isChecked(), 'the choice shows the policy in force');
+  t.notOk(await everyRelease.isChecked());
+  t.ok(await changePolicy.isDisabled(), 'nothing to change yet');
   await assertAccessible(t, page, 'updates');
 
   // Dry run: every check up to the upload passes, nothing is written.
@@ -266,6 +297,36 @@ t.test('updates screen', async (t) => {
   );
   const mig = await steps(page, 'dry-run');
   t.equal(mig.migration, 'passed', 'the approved path passes the migration guard');
+  // Live, with a deploy token: the engine takes the token, checks the approved path and queues the
+  // apply for a second owner (202) instead of carrying it out; the policy panel lists it.
+  await page.getByRole('button', { name: 'Get a deploy token' }).click();
+  const firstToken = page.getByRole('region', { name: 'Deploy token' }).locator('output');
+  await firstToken.waitFor();
+  t.match((await firstToken.textContent()) ?? '', /^\s*cfu_/, 'a deploy token');
+  await page.getByRole('button', { name: 'Done' }).click();
+  await firstToken.waitFor({ state: 'detached' });
+  await page.getByRole('button', { name: 'Apply live…' }).click();
+  await confirm.getByRole('button', { name: 'Apply live', exact: true }).click();
+  const queuedApply = page.getByRole('status').filter({ hasText: 'The update is queued for a second owner' });
+  await queuedApply.waitFor();
+  t.match(
+    await result(page, 'queued').textContent(),
+    /Queued: a second owner must approve this update/,
+    'the engine queued the live apply',
+  );
+  const waiting = policy.getByRole('region', { name: 'Updates waiting for a second owner' });
+  await waiting.waitFor();
+  const waitingRows = waiting.locator('tbody tr');
+  t.equal(await waitingRows.count(), 1, 'one update waits');
+  const queuedId = await waitingRows.first().getAttribute('data-pending-update');
+  t.match(
+    await waitingRows.first().textContent(),
+    /Apply engine 1\.5\.0, console 1\.5\.0channel sequence 2owner@example\.org/,
+    'what waits and who asked',
+  );
+  t.match(await queuedApply.textContent(), `(owner action ${queuedId})`, 'the notice names the same action');
+  t.match(await policy.textContent(), /Waiting for a second owner \(1\)/);
+  t.notOk(existsSync(join(engineData, 'releases')), 'a queued apply writes nothing');
 
   // A channel signed by another key: not verified, and a dry run stops at the channel.
   publish(srv, site, { sequence: 3, version: '1.6.0', secretKey: otherSigner.secretKey });
@@ -348,6 +409,51 @@ t.test('updates screen', async (t) => {
   await flights.waitFor();
   t.match(await flights.textContent(), /alive/, 'the flight and its verdict are shown');
 
+  // The owner raises the policy to every release: at once (step-up confirmed in place).
+  await everyRelease.check();
+  t.ok(await changePolicy.isEnabled(), 'a change to make');
+  await changePolicy.click();
+  await policy.getByRole('status').filter({ hasText: 'The policy is now every release.' }).waitFor();
+  await policy.locator('[data-policy="all"]').waitFor();
+  const raised = (await policy.textContent()) ?? '';
+  t.match(raised, /Every live apply and every live ramp waits for a second owner\./, 'the panel shows all');
+  t.match(raised, /Policyevery release \(all\)/);
+  t.match(raised, /Set byyou, /, 'set by the owner');
+  t.ok(await everyRelease.isChecked(), 'the choice follows');
+  t.match(
+    (await stack.admin('GET', '/admin/update/policy')).body,
+    { approval: 'all' },
+    'the engine holds all',
+  );
+
+  // Lowering it back is an owner action: queued (202), the policy stays all until a second owner
+  // approves it.
+  await migrationsOnly.check();
+  await changePolicy.click();
+  const loweringQueued = policy
+    .getByRole('status')
+    .filter({ hasText: 'a second owner must approve lowering the policy to migrations only' });
+  await loweringQueued.waitFor();
+  const actions = (await stack.admin('GET', '/admin/owner-actions')).body.actions as {
+    id: string;
+    action: string;
+    status: string;
+    params?: unknown;
+  }[];
+  const lowering = actions.find((a) => a.action === 'update-policy');
+  t.match(lowering, { status: 'pending', params: { approval: 'migrations' } }, 'the owner action is queued');
+  const loweringText = (await loweringQueued.textContent()) ?? '';
+  t.match(loweringText, /^Not changed yet: a second owner must approve/, 'the reply says so plainly');
+  t.match(loweringText, `owner action ${lowering!.id}`, 'naming the owner action');
+  t.match(loweringText, /on the Members screen\. Until then the policy stays every release\./);
+  t.equal(
+    (await stack.admin('GET', '/admin/update/policy')).body.approval,
+    'all',
+    'the engine keeps all until approved',
+  );
+  t.equal(await policy.locator('[data-policy]').getAttribute('data-policy'), 'all', 'and the panel too');
+  t.ok(await everyRelease.isChecked(), 'the choice shows the policy in force again');
+
   await page.setViewportSize({ width: 390, height: 844 });
   await page.getByRole('heading', { level: 1, name: 'Updates' }).waitFor();
   t.ok(await noSidewaysScroll(page), 'no sideways scroll at 390 px');
@@ -370,17 +476,64 @@ t.test('updates screen', async (t) => {
   await vp.getByRole('region', { name: 'What runs' }).getByText('0.0.0').waitFor();
   await vp.getByRole('region', { name: 'Current update' }).getByText('No update on record yet.').waitFor();
   await vp.getByText('Only an owner (the keys.ceremony capability)').waitFor();
+  const viewerPolicy = vp.getByRole('region', { name: 'Approval policy' });
+  await viewerPolicy.locator('[data-policy="all"]').waitFor();
+  const viewerPolicyText = (await viewerPolicy.textContent()) ?? '';
+  t.match(
+    viewerPolicyText,
+    /Every live apply and every live ramp waits for a second owner\./,
+    'the viewer sees it',
+  );
+  t.match(viewerPolicyText, /Apply engine 1\.5\.0, console 1\.5\.0/, 'and what waits');
+  t.match(viewerPolicyText, /Only an owner changes the update-approval policy\./);
+  t.equal(await viewerPolicy.getByRole('radio').count(), 0, 'no policy choice for a viewer');
   for (const name of [
     'Dry run',
     'Get a deploy token',
     'Apply live…',
     'Roll back every component',
     'Settle: it works',
+    'Change the policy',
   ])
     t.equal(await vp.getByRole('button', { name, exact: true }).count(), 0, `no "${name}" for a viewer`);
   await assertAccessible(t, vp, 'updates (viewer)');
   t.same(viewer.problems, [], "no CSP violation or page error in the viewer's browser");
   await viewer.context.close();
+
+  // A second owner (invited by the owner on Members: the admin token never grants owner) approves
+  // the lowering in the owner-action queue there: the policy is migrations only again (set by the
+  // owner action), so the live apply below runs at once.
+  await openScreen(owner, 'Members');
+  await page.getByLabel('Email', { exact: true }).fill('second-owner@example.org');
+  await page.getByLabel('Role', { exact: true }).selectOption('owner');
+  await page.getByRole('button', { name: 'Create invite link' }).click();
+  const inviteLink = (await page.locator('output.secret').textContent()) ?? '';
+  const inviteToken = new URLSearchParams(new URL(inviteLink).hash.slice(1)).get('invite');
+  t.ok(inviteToken, 'the second owner is invited');
+  await page.getByRole('button', { name: 'Done' }).click();
+  const second = await stack.persona();
+  await second.page.goto(`${stack.origin}/`);
+  await registerInPage(second.page, 'second-owner@example.org', {}, { inviteToken: inviteToken! });
+  await second.page.goto(`${stack.origin}/`);
+  await confirmStepUps(second.page);
+  await openScreen(second, 'Members');
+  await second.page.getByRole('button', { name: 'Approve: Lower the update-approval policy' }).click();
+  await second.page.getByRole('dialog').getByRole('button', { name: 'Approve and carry out' }).click();
+  await second.page.getByText(/: carried out\./).waitFor();
+  t.same(second.problems, [], "no CSP violation or page error in the second owner's browser");
+  await second.context.close();
+  t.match(
+    (await stack.admin('GET', '/admin/update/policy')).body,
+    { approval: 'migrations', setBy: 'owner-action' },
+    'the approval lowered the policy',
+  );
+  await openScreen(owner, 'Updates');
+  await policy.locator('[data-policy="migrations"]').waitFor();
+  t.match(
+    await policy.textContent(),
+    /Set bya second owner's approval \(owner action\), /,
+    'the panel shows who',
+  );
 
   // Last, a live apply of a good release: get the deploy token (step-up, shown once, filled in),
   // send it, and follow the engine as far as this build goes: `uploaded` (the release inert under

@@ -2,20 +2,22 @@
  * Updates (docs/updates.md "Engine routes", docs/console.md "Updates"): what runs, what the signed
  * channel offers and the guards' verdict per component, a dry run showing the lifecycle steps
  * passed and where it stopped, the one-shot deploy token and a live apply (or ramp) that sends it,
- * the current update record with settle, rollback (all or per component) and ramp settle, and the
- * canary flights. Reads are for anyone signed in (the record for `job.read`); every write is for
- * `keys.ceremony` (owners) and needs step-up, which the API client asks for in place. A reply
- * `restarting` (the engine restarts into the new version) is followed by polling the status until
- * the engine answers again.
+ * the update-approval policy with the updates it holds for a second owner, the current update
+ * record with settle, rollback (all or per component) and ramp settle, and the canary flights.
+ * Reads are for anyone signed in (the record and the policy for `job.read`); every lifecycle write
+ * is for `keys.ceremony` (owners), the policy for the owner role (the engine's gate), and each
+ * needs step-up, which the API client asks for in place. A reply `restarting` (the engine
+ * restarts into the new version) is followed by polling the status until the engine answers again.
  */
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useRef, useState } from 'react';
 import { api } from '../api/client.ts';
-import { can, useSignedIn } from '../auth/session.tsx';
+import { can, isOwner, useSignedIn } from '../auth/session.tsx';
 import { ErrorBox, Loading, Notice, Page } from '../components/ui.tsx';
 import { ApplyPanel } from './updates/apply.tsx';
 import { CanaryPanel } from './updates/canary.tsx';
 import { ChannelOffer, RunningFacts } from './updates/channel.tsx';
+import { PolicyPanel } from './updates/policy.tsx';
 import { RecordPanel } from './updates/record.tsx';
 import { waitForEngine } from './updates/steps.ts';
 import {
@@ -149,6 +151,7 @@ export function Updates() {
           )}
         </>
       ) : null}
+      {mayReadStatus ? <PolicyPanel who={who} mayChange={isOwner(who)} /> : null}
       {status.data ? (
         <RecordPanel
           record={status.data.record ?? null}

@@ -19,6 +19,8 @@ const ACTION_TEXT: Record<string, string> = {
   'owner-grant': 'Grant the owner role',
   'admin-token-retire': 'Retire the admin token',
   'gate-disarm': 'Disarm dual control',
+  'update-apply': 'Apply an update (update-approval policy)',
+  'update-policy': 'Lower the update-approval policy',
 };
 
 function statusKind(s: string): string {

@@ -1,6 +1,7 @@
 /**
  * What the Updates screen reads and writes (docs/updates.md "Engine routes"): the channel view,
- * the update status with its record, the lifecycle replies, the canary flights, and the plain
+ * the update status with its record, the lifecycle replies, the canary flights, the
+ * update-approval policy with the updates it holds for a second owner, and the plain
  * words for every lifecycle step, outcome and `ERR_UPDATE_*` code (docs/errors.md "@coffer/update").
  */
 import { ApiError } from '../../api/errors.ts';
@@ -11,6 +12,7 @@ export const COMPONENTS: readonly Component[] = ['engine', 'console'];
 export const UPDATES_KEY = ['updates'] as const;
 export const UPDATE_STATUS_KEY = ['updates', 'status'] as const;
 export const CANARY_KEY = ['updates', 'canary'] as const;
+export const UPDATE_POLICY_KEY = ['updates', 'policy'] as const;
 
 /** The header a live step carries the one-shot deploy token in. */
 export const DEPLOY_TOKEN_HEADER = 'x-engine-deploy-token';
@@ -120,6 +122,49 @@ export interface LifecycleReply {
   approvalRequired?: boolean;
   /** `restarting`: the version the engine restarts into. */
   version?: string;
+}
+
+/** The update-approval policy (docs/updates.md "Approval policy"). */
+export type UpdateApproval = 'migrations' | 'all';
+
+/** A live apply or ramp the policy queued for a second owner (the owner action `update-apply`). */
+export interface PendingUpdate {
+  id: string;
+  kind: 'apply' | 'ramp';
+  version: string | null;
+  to: Partial<Record<Component, string>>;
+  channel: { sequence: number; digest: string };
+  percentage: number | null;
+  requestedBy: string | null;
+  requestedByEmail: string | null;
+  requestedAt: string;
+  expiresAt: string | null;
+}
+
+/** `GET /admin/update/policy`. */
+export interface UpdatePolicyView {
+  approval: UpdateApproval;
+  /** A subject, `admin-token`, `owner-action` (an approved lowering); null: the default, never set. */
+  setBy: string | null;
+  setAt: string | null;
+  pending: PendingUpdate[];
+}
+
+/** `POST /admin/update/policy` applied at once (raising it, or the value it already has). */
+export interface PolicySet {
+  ok: true;
+  approval: UpdateApproval;
+  previous: UpdateApproval;
+}
+
+/** `POST /admin/update/policy` 202: lowering `all` to `migrations` waits for a second owner. */
+export interface PolicyQueued {
+  ownerActionQueued: true;
+  id: string;
+  status: 'pending';
+  expiresAt: string | null;
+  approval: UpdateApproval;
+  requested: UpdateApproval;
 }
 
 export interface DeployToken {
