@@ -72,7 +72,10 @@ import { baseVersion, clearBootMark, currentRelease } from '../launcher.ts';
 import type { State } from '../state/index.ts';
 import { ENGINE_VERSION } from '../version.ts';
 import { unpackEngineRelease } from './release-artefact.ts';
-import { type AcceptedChannel, type Floors, UpdateStore } from './store.ts';
+import { type AcceptedChannel, UpdateStore } from './store.ts';
+import { type UpdatesView, verifiedView } from './view.ts';
+
+export type { ComponentView, UpdatesView } from './view.ts';
 
 /** The state schema epoch this engine build runs on (until an update settles another one). */
 export const ENGINE_SCHEMA_EPOCH = 1;
@@ -109,42 +112,6 @@ export interface UpdateResult {
 export interface CanaryPort {
   fly(trigger: 'schedule' | 'tick' | 'settle' | 'boot'): Promise<{ verdict: CanaryVerdict }>;
   selfCheck(): Promise<'alive' | 'dead'>;
-}
-
-export interface ComponentView {
-  component: ComponentName;
-  running: string | null;
-  available: string;
-  floor: string | null;
-  /** The channel version is newer than the running one and not below the floor. */
-  newer: boolean;
-  /** The guards' verdict for a one-click apply: `update`, `current`, or `refused` with its code. */
-  verdict: 'update' | 'current' | 'refused';
-  code: UpdateErrorCode | null;
-}
-
-export interface UpdatesView {
-  configured: boolean;
-  verified: boolean;
-  running: { engine: string; console: string | null };
-  floors: Floors;
-  schemaEpoch: number;
-  lastAccepted: AcceptedChannel | null;
-  /** When verification failed: the UpdateError code and its message. */
-  code?: UpdateErrorCode;
-  error?: string;
-  channel?: { name: string; sequence: number; digest: string; issuedAt: string; expiresAt: string };
-  recommended?: {
-    version: string;
-    risk: string;
-    requiredSteps: string[];
-    schemaEpoch: number;
-    migration: boolean;
-    minEngineVersion: string | null;
-  };
-  updateAvailable?: boolean;
-  compatible?: boolean;
-  components?: ComponentView[];
 }
 
 export interface UpdateServiceOptions {
@@ -353,57 +320,7 @@ export class UpdateService {
       return { ...base, lastAccepted: await this.store.accepted(), code: e.code, error: e.message };
     }
     base.lastAccepted = await this.store.accepted();
-    const doc = channel.document;
-    const r = doc.recommended;
-    const components: ComponentView[] = [];
-    for (const c of Object.keys(doc.components) as ComponentName[]) {
-      const target = doc.components[c]!.version;
-      const run = c === 'engine' ? running.engine : running.console;
-      const floor = floors[c] ?? null;
-      const verdict = runGuards({
-        target,
-        running: run,
-        runningEngine: running.engine,
-        floor,
-        runningSchemaEpoch: schemaEpoch,
-        release: r,
-        path: 'one-click',
-      });
-      const newerThanRunning = run === null || compareVersions(target, run) === 1;
-      const aboveFloor = floor === null || (compareVersions(target, floor) ?? -1) >= 0;
-      components.push({
-        component: c,
-        running: run,
-        available: target,
-        floor,
-        newer: newerThanRunning && aboveFloor,
-        verdict: verdict.ok ? 'update' : verdict.step === 'no-update' ? 'current' : 'refused',
-        code: verdict.ok ? null : verdict.code,
-      });
-    }
-    const min = r.minEngineVersion ?? null;
-    return {
-      ...base,
-      verified: true,
-      channel: {
-        name: doc.channel,
-        sequence: doc.sequence,
-        digest: channel.digest,
-        issuedAt: doc.issuedAt,
-        expiresAt: doc.expiresAt,
-      },
-      recommended: {
-        version: r.version,
-        risk: r.risk,
-        requiredSteps: r.requiredSteps,
-        schemaEpoch: r.schemaEpoch,
-        migration: r.migration,
-        minEngineVersion: min,
-      },
-      updateAvailable: components.find((c) => c.component === 'engine')?.newer ?? false,
-      compatible: min === null || (compareVersions(running.engine, min) ?? -1) >= 0,
-      components,
-    };
+    return { ...base, ...verifiedView(channel, running, floors, schemaEpoch) };
   }
 
   /** `GET /admin/update/status`. */
@@ -556,77 +473,98 @@ export class UpdateService {
     this.#moved = false;
     for (;;) {
       if (step.persist) await executor.persist(step.persist);
-      if (step.effect.do === 'stop') {
-        const reply = step.effect.reply;
-        const at = (reply.step ?? null) as LifecycleStep | null;
-        if (reply.outcome === 'applied' && reply.record?.floors) {
-          await this.store.raiseFloors(reply.record.floors);
-          await this.store.setSchemaEpoch(reply.record.toSchemaEpoch);
-        }
-        const result: UpdateResult = {
-          outcome: reply.outcome,
-          step: at,
-          code: reply.code ?? null,
-          message: reply.message ?? null,
-          passed:
-            reply.outcome === 'no-update'
-              ? []
-              : reply.outcome === 'refused' || reply.outcome === 'dry-run'
-                ? passedBefore(at)
-                : passedBefore('settle'),
-          record: reply.record ?? null,
-        };
-        if (this.#moved) {
-          result.restart = true;
-          this.#scheduleRestart();
-        }
-        return result;
-      }
+      if (step.effect.do === 'stop') return this.#withRestart(await this.#stopResult(step.effect.reply));
       const effect = step.effect as Exclude<Effect, { do: 'stop' }>;
-      let event: UpdateEvent;
-      try {
-        event = await executor.run(effect);
-      } catch (e) {
-        event = {
-          type: 'failed',
-          ...(e instanceof UpdateError ? { code: e.code, message: e.message } : {}),
-        };
-        if (!(e instanceof UpdateError)) this.#log.error({ update: effect.do }, 'update step failed');
-      }
+      const event = await this.#run(executor, effect);
       step = advance(step.state, event, this.#iso());
-      const container = this.#config.update?.deployer === 'container';
-      if (
-        effect.do === 'promote' &&
-        effect.component === 'engine' &&
-        event.type === 'promoted' &&
-        (this.#moved || (container && effect.percentage === 100)) &&
-        (step.effect.do === 'canary' ||
-          (step.effect.do === 'stop' && step.effect.reply.outcome === 'ramping'))
-      ) {
+      if (this.#restartsHere(effect, event, step)) {
         // The machine's next step persists `settling` (or stops `ramping`): persist it, answer.
         const record = step.persist ?? step.state.record;
         await executor.persist(record);
-        const result: UpdateResult = {
-          outcome: 'restarting',
-          step: 'promote',
-          code: null,
-          message: container
-            ? `release ${effect.version} verified; the orchestrator must now run it`
-            : `the engine restarts into ${effect.version}; GET /admin/update/status follows the settle`,
-          passed: passedBefore('settle'),
-          record,
-        };
-        if (container && this.#config.update?.image !== undefined)
-          result.orchestrator = {
-            message: `set the image of the engine deployment to ${this.#config.update.image}:${effect.version} and restart it`,
-          };
-        if (this.#moved) {
-          result.restart = true;
-          this.#scheduleRestart();
-        }
-        return result;
+        return this.#withRestart(this.#restartingResult(effect.version, record));
       }
     }
+  }
+
+  /** Runs one effect; a throw becomes the machine's `failed` event. */
+  async #run(executor: UpdateExecutor, effect: Exclude<Effect, { do: 'stop' }>): Promise<UpdateEvent> {
+    try {
+      return await executor.run(effect);
+    } catch (e) {
+      if (!(e instanceof UpdateError)) this.#log.error({ update: effect.do }, 'update step failed');
+      return { type: 'failed', ...(e instanceof UpdateError ? { code: e.code, message: e.message } : {}) };
+    }
+  }
+
+  /** The machine's stop as a result; an `applied` one raises the floors and the schema epoch. */
+  async #stopResult(reply: Extract<Effect, { do: 'stop' }>['reply']): Promise<UpdateResult> {
+    const at = (reply.step ?? null) as LifecycleStep | null;
+    if (reply.outcome === 'applied' && reply.record?.floors) {
+      await this.store.raiseFloors(reply.record.floors);
+      await this.store.setSchemaEpoch(reply.record.toSchemaEpoch);
+    }
+    return {
+      outcome: reply.outcome,
+      step: at,
+      code: reply.code ?? null,
+      message: reply.message ?? null,
+      passed:
+        reply.outcome === 'no-update'
+          ? []
+          : reply.outcome === 'refused' || reply.outcome === 'dry-run'
+            ? passedBefore(at)
+            : passedBefore('settle'),
+      record: reply.record ?? null,
+    };
+  }
+
+  /**
+   * After an engine promote: stop here when this process must give way to another program (its
+   * pointer moved, or the orchestrator must swap the image) and the machine would now fly the
+   * canary or report the ramp; the program that runs next settles the record.
+   */
+  #restartsHere(
+    effect: Exclude<Effect, { do: 'stop' }>,
+    event: UpdateEvent,
+    next: Step,
+  ): effect is Extract<Effect, { do: 'promote' }> {
+    const container = this.#config.update?.deployer === 'container';
+    return (
+      effect.do === 'promote' &&
+      effect.component === 'engine' &&
+      event.type === 'promoted' &&
+      (this.#moved || (container && effect.percentage === 100)) &&
+      (next.effect.do === 'canary' || (next.effect.do === 'stop' && next.effect.reply.outcome === 'ramping'))
+    );
+  }
+
+  #restartingResult(version: string, record: UpdateRecord): UpdateResult {
+    const u = this.#config.update;
+    const container = u?.deployer === 'container';
+    const result: UpdateResult = {
+      outcome: 'restarting',
+      step: 'promote',
+      code: null,
+      message: container
+        ? `release ${version} verified; the orchestrator must now run it`
+        : `the engine restarts into ${version}; GET /admin/update/status follows the settle`,
+      passed: passedBefore('settle'),
+      record,
+    };
+    if (container && u?.image !== undefined)
+      result.orchestrator = {
+        message: `set the image of the engine deployment to ${u.image}:${version} and restart it`,
+      };
+    return result;
+  }
+
+  /** Marks the result and schedules the restart when this drive moved the engine's pointer. */
+  #withRestart(result: UpdateResult): UpdateResult {
+    if (this.#moved) {
+      result.restart = true;
+      this.#scheduleRestart();
+    }
+    return result;
   }
 
   /** Restarts after the reply is out (the route answers first; then the hook closes the app). */
