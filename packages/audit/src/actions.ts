@@ -62,9 +62,13 @@ export const AUDIT_ACTIONS = [
   'idp-role-mapping',
   'scim-deprovision',
   // Control plane.
+  'control-plane-export',
   'control-plane-restore',
   'control-plane-import',
   'control-plane-apply-staged',
+  'control-plane-clear',
+  'config-approval-policy',
+  'retention-prune-approval-policy',
   'demo-reset',
   // Updates.
   'update-apply',
