@@ -68,6 +68,10 @@ const engineRooms = {
   root: '*',
   routes: [
     'plugins',
+    'config-changes',
+    'control-plane',
+    'posture',
+    'reports',
     'canary',
     'updates',
     'sso',
@@ -103,6 +107,8 @@ const engineRooms = {
   drills: ['restores', 'runs', 'jobs', 'tasks', 'connections', 'state', 'foundation'],
   restores: ['runs', 'jobs', 'tasks', 'connections', 'audit', 'state', 'foundation'],
   bundle: ['runs', 'jobs', 'state', 'foundation'],
+  // Signed reports (docs/reports.md): reads the state store, drill evidence and the audit chain.
+  reports: ['runs', 'jobs', 'state', 'foundation'],
   metrics: ['state', 'foundation'],
   // Notifications: @coffer/notify over the state store, subscribed to the event bus (events.ts).
   notify: ['state', 'foundation'],
@@ -113,6 +119,14 @@ const engineRooms = {
   // The integrity canary: @coffer/archive into each destination's `_canary/` namespace, flights in
   // the settings store, dead flights audited; flight ids are run ids.
   canary: ['runs', 'audit', 'state', 'foundation'],
+  // Posture: the preflight's live probes (destinations through the canary's `_canary/` namespace),
+  // the signed licence and the set-up acknowledgement; reports only, never a gate.
+  posture: ['canary', 'runs', 'state', 'foundation'],
+  // Control-plane recovery: export, secret scan, sealing, staging and apply over the state store.
+  'control-plane': ['config-changes', 'runs', 'jobs', 'restores', 'connections', 'state', 'foundation'],
+  // Configuration dual control and the signed config history: pending changes in the settings
+  // store, the job write step, retention prunes re-planned on approval.
+  'config-changes': ['runs', 'jobs', 'state', 'foundation'],
   runs: ['jobs', 'tasks', 'connections', 'state', 'foundation'],
   jobs: ['connections', 'foundation'],
   audit: ['auth', 'state', 'foundation'],

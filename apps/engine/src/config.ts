@@ -107,6 +107,14 @@ export interface EngineConfig {
         settleDelaySeconds: number;
       }
     | undefined;
+  /**
+   * The licence (docs/posture.md "Licence"): ENGINE_LICENCE_FILE, the signed licence file, read at
+   * each `GET /admin/licence` and never at start (a missing or broken file cannot stop the engine:
+   * a licence never gates a backup or a restore); ENGINE_LICENCE_VENDOR_PUBLIC_KEY, a signer public
+   * key (armoured text, or a file path read when a licence is checked) trusted instead of the
+   * built-in vendor pin.
+   */
+  licence: { file: string | undefined; vendorPublicKey: { text: string } | { path: string } | undefined };
 }
 
 type Env = Record<string, string | undefined>;
@@ -385,6 +393,17 @@ function updateConfig(env: Env, cwd: string): EngineConfig['update'] {
   return { channel: location, signerPublicKey: { path, text }, ca, deployer, image, settleDelaySeconds };
 }
 
+function licence(env: Env, cwd: string): EngineConfig['licence'] {
+  const file = str(env, 'ENGINE_LICENCE_FILE');
+  const key = env.ENGINE_LICENCE_VENDOR_PUBLIC_KEY;
+  let vendorPublicKey: EngineConfig['licence']['vendorPublicKey'];
+  if (key === undefined || key.trim() === '') vendorPublicKey = undefined;
+  // Armoured key text spans lines or carries a BEGIN marker; anything else is a file path.
+  else if (key.includes('\n') || /BEGIN /.test(key)) vendorPublicKey = { text: key };
+  else vendorPublicKey = { path: resolve(cwd, key.trim()) };
+  return { file: file === undefined ? undefined : resolve(cwd, file), vendorPublicKey };
+}
+
 function firstOwnerEmail(env: Env): string | undefined {
   const v = str(env, 'ENGINE_FIRST_OWNER_EMAIL');
   if (v === undefined) return undefined;
@@ -477,6 +496,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     firstOwnerEmail: firstOwnerEmail(env),
     notify: notifyConfig(env, cwd),
     update: updateConfig(env, cwd),
+    licence: licence(env, cwd),
     sessionTtl: {
       person: seconds(env, 'ENGINE_SESSION_TTL_SECONDS', 8 * 3600, 60, 7 * 86_400),
       token: seconds(env, 'ENGINE_TOKEN_SESSION_TTL_SECONDS', 3600, 60, 7 * 86_400),
@@ -529,4 +549,6 @@ export const CONFIG_VARIABLES = [
   'ENGINE_UPDATE_DEPLOYER',
   'ENGINE_UPDATE_IMAGE',
   'ENGINE_UPDATE_SETTLE_DELAY_SECONDS',
+  'ENGINE_LICENCE_FILE',
+  'ENGINE_LICENCE_VENDOR_PUBLIC_KEY',
 ] as const;

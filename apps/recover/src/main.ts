@@ -35,6 +35,10 @@ export function version(): string {
  * throws for an expected failure (it is printed instead).
  */
 export async function main(argv: readonly string[], io: Io): Promise<number> {
+  // The two document commands (control-plane export, signed report) parse their own options and
+  // touch no archive; they live in their own files.
+  if (argv[0] === 'open-export') return (await import('./open-export.ts')).openExport(argv, io);
+  if (argv[0] === 'verify-report') return (await import('./verify-report.ts')).verifyReport(argv, io);
   let command: ParsedCommand;
   try {
     command = parseCommandLine(argv);

@@ -151,6 +151,13 @@ export interface JobsRepository {
    * tombstone. Returns `deletedRev`; throws `ERR_STATE_PRECONDITION` on a refusal.
    */
   delete(id: string, options?: { ifMatchRev?: IfMatchRev }): Promise<JobDeleteResult>;
+  /**
+   * Brings back a job exactly as another store held it (control-plane restore): its configuration
+   * at its own `configRev`, so revision numbers carry on from where the exported engine left them.
+   * Only into an id with no live job (ERR_STATE_CONFLICT otherwise); a tombstone of the id is
+   * replaced. Throws ERR_STATE_INVALID for a bad config or a revision that is not a positive integer.
+   */
+  restore(job: JobConfig, configRev: number): Promise<JobRecord>;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -266,6 +273,18 @@ export interface RunsRepository {
   window(jobId: string): Promise<{ oldest: string; newest: string; count: number } | null>;
   /** Counters for all rings (or one job's ring with `jobId`). */
   counters(jobId?: string): Promise<RunCounters>;
+  /**
+   * Puts back a job's history ring as another store held it (control-plane restore): each finished
+   * run verbatim (its id, `seq`, `prevRunId`, times and destinations), skipping ids already present,
+   * and raises the run-log counter to at least the highest `seq` and `recordedFloor`, so the next
+   * run started gets the next `seq` and `latestOk` names the restored predecessor. The job's ring
+   * counters become at least `recordedTotal` / `rolledOver`. One transaction. Throws
+   * ERR_STATE_INVALID for a run in flight (`running`, `parked`) or of another job.
+   */
+  restoreRing(
+    jobId: string,
+    ring: { runs: RunRecord[]; recordedTotal: number; rolledOver: number; recordedFloor?: number },
+  ): Promise<{ inserted: number; skipped: number }>;
 }
 
 export interface CheckpointRecord {

@@ -139,4 +139,59 @@ export async function runsSuite(t: Test, makeTarget: MakeTarget): Promise<void> 
     t.equal(await s.checkpoints.delete('r'), false);
     t.equal(await s.checkpoints.get('r'), null);
   });
+
+  t.test('restoring a job and its history ring (control-plane restore)', async (t) => {
+    const src = await (await makeTarget(t)).open();
+    await src.jobs.upsert({ id: 'j', cadenceSeconds: 3600 });
+    await src.jobs.upsert({ id: 'j', cadenceSeconds: 7200 });
+    for (let i = 1; i <= 3; i++) {
+      const prev = await src.runs.latestOk('j');
+      await src.runs.start({ id: `r${i}`, jobId: 'j', prevRunId: prev?.id ?? null });
+      await src.runs.update(`r${i}`, { status: i === 2 ? 'failed' : 'ok', bytes: 10 * i });
+    }
+    await src.runs.start({ id: 'live', jobId: 'j' });
+    const job = (await src.jobs.get('j'))!;
+    const runs = (await src.runs.listForJob('j')).filter((r) => r.status !== 'running').reverse();
+
+    const dst = await (await makeTarget(t)).open();
+    const restored = await dst.jobs.restore(job.config, job.configRev);
+    t.equal(restored.configRev, 2, 'the revision carries over');
+    await failsWith(t, dst.jobs.restore(job.config, 2), 'ERR_STATE_CONFLICT', 'never over a live job');
+    await failsWith(t, dst.jobs.restore(job.config, 0), 'ERR_STATE_INVALID', 'a revision is positive');
+    t.equal(
+      (await dst.jobs.upsert({ ...job.config, cadenceSeconds: 60 })).job.configRev,
+      3,
+      'numbering continues',
+    );
+
+    const r = await dst.runs.restoreRing('j', { runs, recordedTotal: 4, rolledOver: 0, recordedFloor: 4 });
+    t.same(r, { inserted: 3, skipped: 0 });
+    t.same(
+      await dst.runs.restoreRing('j', { runs, recordedTotal: 4, rolledOver: 0 }),
+      { inserted: 0, skipped: 3 },
+      'idempotent',
+    );
+    const back = await dst.runs.listForJob('j');
+    t.same(
+      back.map((x) => [x.id, x.seq, x.prevRunId, x.bytes]),
+      runs.reverse().map((x) => [x.id, x.seq, x.prevRunId, x.bytes]),
+    );
+    t.equal((await dst.runs.latestOk('j'))?.id, 'r3');
+    const next = await dst.runs.start({ id: 'r5', jobId: 'j', prevRunId: 'r3' });
+    t.equal(next.seq, 5, 'the next run takes the seq after the exported counter');
+    t.match(await dst.runs.counters('j'), { runsRecordedTotal: 5, runlogCounterReset: false });
+    const live = (await src.runs.get('live'))!;
+    await failsWith(
+      t,
+      dst.runs.restoreRing('j', { runs: [live], recordedTotal: 0, rolledOver: 0 }),
+      'ERR_STATE_INVALID',
+      'no run in flight',
+    );
+    await failsWith(
+      t,
+      dst.runs.restoreRing('k', { runs, recordedTotal: 0, rolledOver: 0 }),
+      'ERR_STATE_INVALID',
+      'no run of another job',
+    );
+  });
 }

@@ -30,7 +30,16 @@
  * A paused job stands down (nothing pruned; the caller records the stand-down). The outcome per
  * destination (latest verified ok run, adopted runs, kept, pruned, or the reason nothing was
  * pruned) is recorded in the setting `retention.last.<job>`.
+ *
+ * Dual control (docs/config-control.md "Retention prunes"): while the setting
+ * `retention.prune-approval.enabled` is on (a value other than `{ enabled: false }`, and an
+ * unreadable one, counts as on), step 7 deletes nothing: what it would delete per destination is
+ * held as one pending prune approval per job (`retention.prune-pending.<job>`, a new id whenever
+ * the plan changes), listed by `GET /admin/retention-prune/approvals`. An approval re-runs this
+ * whole pass with `approved` set: only runs that the approved plan named AND the fresh plan would
+ * still delete are deleted, so the latest good copy, pins and the keep rules of the moment win.
  */
+import { randomBytes } from 'node:crypto';
 import { layout, listRuns, readRunManifest } from '@coffer/archive';
 import type { ObjectStore } from '@coffer/objectstore';
 import type { RunRecord, State } from '@coffer/state';
@@ -39,6 +48,23 @@ import type { RunJob, RunLogger } from './executor.ts';
 import { activePins, type RetentionPin } from './pins.ts';
 
 export const RETENTION_SETTING_PREFIX = 'retention.last.';
+/** The retention-prune dual-control policy (exported by the control-plane export; read here). */
+export const RETENTION_PRUNE_APPROVAL_POLICY = 'retention.prune-approval.enabled';
+/** One pending prune approval per job: `retention.prune-pending.<job>`. */
+export const PRUNE_PENDING_PREFIX = 'retention.prune-pending.';
+/** How long a pending prune approval stays approvable. */
+export const PRUNE_APPROVAL_TTL_MS = 7 * 86_400_000;
+
+/** A retention pass held for a second person (what it would have deleted). */
+export interface PendingPrune {
+  id: string;
+  kind: 'retention-prune';
+  job: string;
+  plannedAt: string;
+  expiresAt: string;
+  /** Per destination, the run ids the pass would delete (newest first). */
+  destinations: Record<string, string[]>;
+}
 
 /** Why a destination was not pruned (stable strings, docs/runs.md "Retention"). */
 export type RetentionBlock =
@@ -62,6 +88,8 @@ export interface DestinationRetention {
 export interface PruneResult {
   job: string;
   pruned: string[];
+  /** Under the prune-approval policy: the pending approval holding what would have been pruned. */
+  held?: { id: string; runs: number };
   kept: number;
   /** Destinations that could not be listed or cleaned (reason codes only). */
   errors: { destination: string; code: string }[];
@@ -76,6 +104,51 @@ export interface PruneDeps {
   now: () => Date;
   /** The engine's signer public key: only manifests it signed count as this engine's runs. */
   signerPublicKey: Uint8Array;
+  /**
+   * Set by an approved prune (config-changes): delete only these runs per destination (and only
+   * those the fresh plan still deletes), whatever the prune-approval policy says.
+   */
+  approved?: Record<string, readonly string[]>;
+}
+
+/** Whether prunes are held for approval now; an unreadable value or store counts as on. */
+export async function pruneApprovalOn(state: State): Promise<boolean> {
+  try {
+    const v = await state.settings.get<{ enabled?: unknown }>(RETENTION_PRUNE_APPROVAL_POLICY);
+    if (v === undefined || v === null) return false;
+    return !(typeof v === 'object' && v.enabled === false);
+  } catch {
+    return true;
+  }
+}
+
+const samePlan = (a: Record<string, string[]>, b: Record<string, string[]>) =>
+  JSON.stringify(Object.entries(a).sort()) === JSON.stringify(Object.entries(b).sort());
+
+/**
+ * Records (or keeps) the job's pending prune approval for `planned`; a changed plan replaces the
+ * pending one under a new id (the old id is then unknown: an approver approves what they saw).
+ */
+async function holdPrune(deps: PruneDeps, job: string, planned: Record<string, string[]>) {
+  const key = `${PRUNE_PENDING_PREFIX}${job}`;
+  const now = deps.now();
+  const prev = await deps.state.settings.get<PendingPrune>(key);
+  if (prev && samePlan(prev.destinations ?? {}, planned) && Date.parse(prev.expiresAt) > now.getTime())
+    return prev;
+  const pending: PendingPrune = {
+    id: `rp_${randomBytes(12).toString('base64url')}`,
+    kind: 'retention-prune',
+    job,
+    plannedAt: now.toISOString(),
+    expiresAt: new Date(now.getTime() + PRUNE_APPROVAL_TTL_MS).toISOString(),
+    destinations: planned,
+  };
+  await deps.state.settings.set(key, pending);
+  deps.log.info(
+    { event: 'retention-prune-held', job, approval: pending.id },
+    `retention: job ${job} prune held for approval`,
+  );
+  return pending;
 }
 
 /** Start time encoded in an engine run id (`YYYYMMDDTHHMMSSmmmZ-xxxxxxxx`), or null. */
@@ -173,6 +246,9 @@ export async function pruneJob(deps: PruneDeps, job: RunJob): Promise<PruneResul
 
   const now = deps.now().getTime();
   const prunedHere = new Set<string>();
+  // Dual control: hold instead of delete, unless this pass carries out an approval.
+  const hold = deps.approved === undefined && (await pruneApprovalOn(deps.state));
+  const planned: Record<string, string[]> = {};
   for (const destId of destIds) {
     const store = deps.destinations.get(destId);
     if (!store) continue;
@@ -285,6 +361,11 @@ export async function pruneJob(deps: PruneDeps, job: RunJob): Promise<PruneResul
     // Step 7.
     for (const r of runs) {
       if (keep.has(r.runId)) continue;
+      if (hold) {
+        planned[destId] = [...(planned[destId] ?? []), r.runId];
+        continue;
+      }
+      if (deps.approved !== undefined && !(deps.approved[destId] ?? []).includes(r.runId)) continue;
       try {
         // A restore, drill or approval may have pinned the run since the pass began.
         if ((await pinned(await activePins(deps.state.settings, deps.now()))).has(r.runId)) {
@@ -313,6 +394,23 @@ export async function pruneJob(deps: PruneDeps, job: RunJob): Promise<PruneResul
     }
   }
   result.pruned = [...prunedHere];
+  if (hold && Object.keys(planned).length > 0) {
+    try {
+      const pending = await holdPrune(deps, job.id, planned);
+      result.held = { id: pending.id, runs: new Set(Object.values(planned).flat()).size };
+    } catch (err) {
+      result.errors.push({ destination: '*', code: codeOf(err) });
+    }
+  } else if (deps.approved === undefined) {
+    // Nothing to hold now (or the policy is off and this pass pruned itself): a pending approval
+    // of an earlier pass is superseded.
+    const key = `${PRUNE_PENDING_PREFIX}${job.id}`;
+    try {
+      if ((await deps.state.settings.get(key)) !== undefined) await deps.state.settings.delete(key);
+    } catch {
+      // Best effort: an approval of a stale plan is re-planned anyway.
+    }
+  }
   await report(deps, result);
   return result;
 }

@@ -68,6 +68,8 @@ export type Command =
 export type ParsedCommand = Command & GlobalOptions;
 
 export const COMMANDS = ['keygen', 'inspect', 'verify', 'extract', 'bundle', 'help', 'version'] as const;
+/** Commands main() hands to their own files before this parser runs (help topics only here). */
+export const DOCUMENT_COMMANDS: readonly string[] = ['open-export', 'verify-report'];
 
 const GLOBAL = {
   json: { type: 'boolean' },
@@ -141,7 +143,7 @@ export function parseCommandLine(argv: readonly string[]): ParsedCommand {
   if (first === 'help') {
     const arg = argv[1];
     const topic = arg === undefined || arg.startsWith('-') ? undefined : arg;
-    if (topic !== undefined && !(COMMANDS as readonly string[]).includes(topic)) {
+    if (topic !== undefined && ![...COMMANDS, ...DOCUMENT_COMMANDS].includes(topic)) {
       throw usage('unknown help topic');
     }
     return { name: 'help', topic, json, progress: false };

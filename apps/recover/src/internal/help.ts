@@ -1,4 +1,6 @@
 /** Help text for `coffer-recover help [command]` (kept in step with README.md by hand). */
+import { OPEN_EXPORT_HELP } from '../open-export.ts';
+import { VERIFY_REPORT_HELP } from '../verify-report.ts';
 
 const STORE = `  --from DIR|s3://BUCKET/PREFIX  where the archives are: a local copy of the bucket
                                  (the destination prefix's contents) or the bucket itself
@@ -11,6 +13,8 @@ const COMMON = `  --json                         one JSON document on stdout (er
   --no-progress                  no progress bar (it is drawn only on a terminal anyway)`;
 
 const TOPICS: Record<string, string> = {
+  'open-export': OPEN_EXPORT_HELP,
+  'verify-report': VERIFY_REPORT_HELP,
   keygen: `coffer-recover keygen --out FILE
 
 Makes a break-glass key pair. Writes the secret key to FILE (mode 0600) and the public key to
@@ -93,6 +97,10 @@ Commands:
   verify   --from WHERE --run ID [--key FILE] read a run back and check everything
   extract  --from WHERE --run ID --key FILE --to DIR   write a run's records out
   bundle open [--key FILE] BUNDLE.json        unseal and verify an engine support bundle
+  open-export --key FILE --in SEALED.json --out DIR
+                                              open a sealed control-plane export
+  verify-report --report FILE (--signer FILE | --pin-signer FP)
+                                              check a signed engine report
   help [command]                              this text, or a command's
   version                                     print the version
 

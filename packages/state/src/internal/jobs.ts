@@ -281,5 +281,36 @@ export function jobsRepository(db: Db): JobsRepository {
         [`job:${id}`],
       );
     },
+
+    async restore(input, configRev) {
+      const job = checkJob(input);
+      const id = job.id;
+      if (!Number.isSafeInteger(configRev) || configRev < 1)
+        throw new StateError('ERR_STATE_INVALID', 'a restored revision must be a positive integer');
+      const configText = toStored(job, 'the job configuration');
+      return db.write(
+        'restoring a job',
+        async (trx): Promise<JobRecord> => {
+          const now = db.nowIso();
+          const live = await trx.selectFrom('jobs').select('id').where('id', '=', id).executeTakeFirst();
+          if (live) throw new StateError('ERR_STATE_CONFLICT', 'restoring a job: the id is live');
+          const fields = Object.keys(job).sort();
+          const next: JobsTable = {
+            id,
+            config: configText,
+            config_rev: configRev,
+            created_at: now,
+            updated_at: now,
+            changed_at: now,
+            last_changed_fields: JSON.stringify(fields),
+          };
+          await trx.insertInto('jobs').values(next).execute();
+          await trx.deleteFrom('job_tombstones').where('id', '=', id).execute();
+          await recordRevision(trx, id, configRev, fields, now);
+          return toJob(next);
+        },
+        [`job:${id}`],
+      );
+    },
   };
 }

@@ -288,6 +288,79 @@ export function runsRepository(db: Db): RunsRepository {
         };
       });
     },
+
+    async restoreRing(jobIdArg, ring) {
+      const jobId = checkId(jobIdArg, 'job id');
+      const recordedTotal = checkCount(ring.recordedTotal, 'recordedTotal');
+      const rolledOver = checkCount(ring.rolledOver, 'rolledOver');
+      const floor = checkCount(ring.recordedFloor ?? 0, 'recordedFloor');
+      const rows: RunsTable[] = ring.runs.map((r) => {
+        checkId(r.id, 'run id');
+        if (r.jobId !== jobId)
+          throw new StateError('ERR_STATE_INVALID', 'a restored run belongs to another job');
+        const status = checkStatus(r.status);
+        if (IN_FLIGHT.includes(status))
+          throw new StateError('ERR_STATE_INVALID', 'a run in flight cannot be restored');
+        if (!Number.isSafeInteger(r.seq) || r.seq < 1)
+          throw new StateError('ERR_STATE_INVALID', 'a restored run needs a positive seq');
+        return {
+          id: r.id,
+          job_id: jobId,
+          seq: r.seq,
+          status,
+          reason: r.reason ?? null,
+          cause_digest: r.causeDigest ?? null,
+          warnings: checkCount(r.warnings ?? 0, 'warnings'),
+          prev_run_id: r.prevRunId ?? null,
+          trigger: String(r.trigger ?? 'manual'),
+          started_at: r.startedAt,
+          updated_at: r.updatedAt ?? r.startedAt,
+          finished_at: r.finishedAt ?? null,
+          bytes: checkCount(r.bytes ?? 0, 'bytes'),
+          records: checkCount(r.records ?? 0, 'records'),
+          destinations: toStored(r.destinations ?? {}, 'run destinations'),
+          pruned_at: r.prunedAt ?? null,
+          detail: toStored(r.detail ?? {}, 'run detail'),
+        };
+      });
+      return db.write(
+        'restoring a history ring',
+        async (trx) => {
+          let inserted = 0;
+          let maxSeq = floor;
+          for (const row of rows) {
+            maxSeq = Math.max(maxSeq, num(row.seq));
+            const present = await trx
+              .selectFrom('runs')
+              .select('id')
+              .where('id', '=', row.id)
+              .executeTakeFirst();
+            if (present) continue;
+            await trx.insertInto('runs').values(row).execute();
+            inserted++;
+          }
+          const current = await counterValue(trx, 'runs.recorded');
+          if (maxSeq > current) await bumpCounter(trx, 'runs.recorded', maxSeq - current);
+          const ringRow = await trx
+            .selectFrom('run_rings')
+            .selectAll()
+            .where('job_id', '=', jobId)
+            .executeTakeFirst();
+          const total = Math.max(num(ringRow?.recorded_total), recordedTotal, inserted);
+          const rolled = Math.max(num(ringRow?.rolled_over), rolledOver);
+          await trx
+            .insertInto('run_rings')
+            .values({ job_id: jobId, recorded_total: total, rolled_over: rolled })
+            .onConflict((oc) =>
+              oc.column('job_id').doUpdateSet({ recorded_total: total, rolled_over: rolled }),
+            )
+            .execute();
+          await trimRing(trx, jobId, db.historyLimit);
+          return { inserted, skipped: rows.length - inserted };
+        },
+        [`ring:${jobId}`],
+      );
+    },
   };
 }
 

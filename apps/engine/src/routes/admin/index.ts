@@ -16,7 +16,9 @@ import runsRoutes from '../runs/index.ts';
 import supportRoutes from '../support/index.ts';
 import authRoutes from './auth.ts';
 import canaryRoutes from './canary.ts';
+import configRoutes from './config.ts';
 import connectionsRoutes from './connections.ts';
+import controlPlaneRoutes from './control-plane.ts';
 import healthRoute from './health.ts';
 import identityRoutes from './identity.ts';
 import idpRoutes from './idp.ts';
@@ -26,7 +28,9 @@ import oidcRoutes from './oidc.ts';
 import ownerActionRoutes from './owner-actions.ts';
 import passkeyRoutes from './passkeys.ts';
 import policyRoutes from './policy.ts';
+import postureRoutes from './posture.ts';
 import recoveryRoutes from './recovery.ts';
+import reportRoutes from './reports.ts';
 import roleRoutes from './roles.ts';
 import samlRoutes from './saml.ts';
 import sessionRoutes from './sessions.ts';
@@ -81,8 +85,10 @@ export default async function adminFamily(app: FastifyInstance): Promise<void> {
     await authed.register(policyRoutes);
     await authed.register(ownerActionRoutes);
     await authed.register(statusRoutes);
+    await authed.register(postureRoutes);
     await authed.register(setupRoutes);
     await authed.register(jobsRoutes);
+    await authed.register(configRoutes);
     await authed.register(connectionsRoutes);
     await authed.register(auditRoutes);
     await authed.register(supportRoutes);
@@ -92,6 +98,8 @@ export default async function adminFamily(app: FastifyInstance): Promise<void> {
     await authed.register(idpRoutes);
     await authed.register(updateRoutes);
     await authed.register(canaryRoutes);
+    await authed.register(controlPlaneRoutes);
+    await authed.register(reportRoutes);
   });
 
   app.setNotFoundHandler(async (request: FastifyRequest, reply: FastifyReply) => {

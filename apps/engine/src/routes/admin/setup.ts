@@ -8,11 +8,25 @@
  * in the state store (shared by replicas; adopted at each start) and used at once by this engine.
  * Audited as `break-glass-key-set` with the fingerprint, and raised as the `break-glass-key-set`
  * notification event (src/events.ts) with the fingerprint only.
+ *
+ * `POST /admin/setup/acknowledge` (`keys.ceremony`, body ignored): the owner states the key set-up
+ * is done. Accepted only while the keys are observed present (signer, operational and the
+ * break-glass public key; a key another replica stored is adopted first); otherwise 409 naming
+ * the missing variables. The first acknowledgement is kept (setting `setup.acknowledged`, with the
+ * fingerprints it saw) and shown by `GET /admin/setup-state`; a repeat answers 200 with the kept
+ * record. Audited as `setup-acknowledge` (detail `keysReady`, and `missing` on a refusal).
  */
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { adoptBreakGlassKey, BREAK_GLASS_SETTING, readBreakGlassPublicKey } from '../../keys.ts';
 import { sendStateUnavailable } from '../../plugins/replies.ts';
+import {
+  acknowledgementCurrent,
+  keysMissing,
+  readAcknowledgement,
+  SETUP_ACK_SETTING,
+  type SetupAcknowledgement,
+} from '../../posture/index.ts';
 
 const Body = Type.Object(
   { publicKey: Type.String({ minLength: 1, maxLength: 16384 }) },
@@ -90,6 +104,78 @@ export default async function setupRoutes(app: FastifyInstance): Promise<void> {
         'break-glass key set',
       );
       return { ok: true, fingerprint: holder.fingerprint, keysReady: keys.ready, missing: keys.missing };
+    },
+  );
+
+  app.post(
+    '/setup/acknowledge',
+    {
+      onRequest: [app.requireCapability('keys.ceremony'), app.rateLimitCaller],
+      config: { capability: 'keys.ceremony' },
+      schema: {
+        summary: 'Acknowledge the key set-up (only while every key is observed present)',
+        operationId: 'postSetupAcknowledge',
+        tags: ['admin', 'status'],
+      },
+    },
+    async (request, reply) => {
+      const keys = app.keys;
+      try {
+        // Observe, not assume: a break-glass key another replica stored counts once adopted here.
+        if (keys.breakGlass === null) {
+          const stored = await app.state.settings.get<string>(BREAK_GLASS_SETTING);
+          const holder = stored ? readBreakGlassPublicKey(stored) : 'unreadable';
+          if (typeof holder !== 'string') adoptBreakGlassKey(keys, holder);
+        }
+      } catch {
+        return sendStateUnavailable(reply);
+      }
+      const missing = keysMissing(keys);
+      if (missing.length > 0 || keys.breakGlass === null) {
+        await app.audit.forRequest(request, {
+          action: 'setup-acknowledge',
+          outcome: 'refused',
+          target: null,
+          detail: { keysReady: false, missing },
+        });
+        return reply
+          .code(409)
+          .send({ error: 'keys are not all present; set them before acknowledging', missing });
+      }
+      const record: SetupAcknowledgement = {
+        at: new Date().toISOString(),
+        by: request.caller?.subject ?? 'admin-token',
+        fingerprints: {
+          signer: keys.signer.fingerprint,
+          operational: keys.operational.fingerprint,
+          breakGlass: keys.breakGlass.fingerprint,
+        },
+      };
+      let set: boolean;
+      let kept: SetupAcknowledgement | null;
+      try {
+        set = await app.state.settings.setIfAbsent(SETUP_ACK_SETTING, record);
+        kept = set ? record : await readAcknowledgement(app.state);
+      } catch {
+        return sendStateUnavailable(reply);
+      }
+      if (set) {
+        await app.audit.forRequest(request, {
+          action: 'setup-acknowledge',
+          outcome: 'applied',
+          target: null,
+          detail: { keysReady: true, fingerprints: record.fingerprints },
+        });
+        request.log.info({ event: 'setup-acknowledge' }, 'key set-up acknowledged');
+      }
+      return {
+        ok: true,
+        alreadyAcknowledged: !set,
+        keysReady: true,
+        acknowledgement: kept
+          ? { at: kept.at, fingerprints: kept.fingerprints, current: acknowledgementCurrent(kept, keys) }
+          : null,
+      };
     },
   );
 }

@@ -77,31 +77,57 @@ export default async function drillRoutes(app: FastifyInstance): Promise<void> {
         tags: ['admin', 'restore'],
       },
     },
-    async () => app.drills.summary(),
+    async () => {
+      const [summary, due] = await Promise.all([app.drills.summary(), app.drills.due()]);
+      const drilled = summary.jobs.filter((j) => j.lastDrill !== null);
+      return {
+        ...summary,
+        // Jobs whose restore-test cadence has passed since their last drill (most overdue first).
+        due,
+        counts: {
+          jobs: summary.jobs.length,
+          drilled: drilled.length,
+          neverDrilled: summary.jobs.length - drilled.length,
+          passing: drilled.filter((j) => j.lastDrill?.verdict === 'pass').length,
+          failing: drilled.filter((j) => j.lastDrill?.verdict !== 'pass').length,
+          due: due.length,
+        },
+      };
+    },
   );
 
-  app.get<{ Querystring: { id?: string; job?: string } }>(
+  app.get<{ Querystring: { id?: string; job?: string; verdict?: string; limit?: string } }>(
     '/drill-evidence',
     {
       schema: {
-        summary: 'Recorded drill evidence (?id= one, ?job= one job), newest first',
+        summary: 'Recorded drill evidence (?id= one, ?job= one job, ?verdict=, ?limit=), newest first',
         operationId: 'drillEvidence',
         tags: ['admin', 'restore'],
         querystring: Type.Object({
           id: Type.Optional(Type.String({ maxLength: 64 })),
           job: Type.Optional(Type.String({ maxLength: 128 })),
+          verdict: Type.Optional(
+            Type.Union([Type.Literal('pass'), Type.Literal('fail'), Type.Literal('error')]),
+          ),
+          limit: Type.Optional(Type.String({ pattern: '^[0-9]{1,6}$' })),
         }),
       },
     },
     async (request, reply) => {
       const all = await app.drills.evidence();
-      if (request.query.id !== undefined) {
-        const one = all.find((e) => e.id === request.query.id);
+      const q = request.query;
+      if (q.id !== undefined) {
+        const one = all.find((e) => e.id === q.id);
         return one ?? reply.code(404).send({ error: 'drill evidence not found' });
       }
-      return {
-        evidence: request.query.job === undefined ? all : all.filter((e) => e.job === request.query.job),
-      };
+      const matching = all.filter(
+        (e) =>
+          (q.job === undefined || e.job === q.job) && (q.verdict === undefined || e.verdict === q.verdict),
+      );
+      // Lenient clamp to 1..1000 (default 100), as the feed's limit.
+      const limit = Math.min(1000, Math.max(1, q.limit === undefined ? 100 : Number(q.limit)));
+      const evidence = matching.slice(0, limit);
+      return { evidence, count: evidence.length, total: matching.length, truncated: matching.length > limit };
     },
   );
 

@@ -12,6 +12,7 @@
 import type { State } from '@coffer/state';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
+import { CanaryHistory } from '../../canary/history.ts';
 import { ID_PATTERN, jobDestinations } from '../../jobs/index.ts';
 import { REASON_RUN_FAILED } from '../../runs/reasons.ts';
 import { STAND_DOWN_PREFIX } from '../../runs/service.ts';
@@ -197,14 +198,24 @@ export default async function runsRoutes(app: FastifyInstance): Promise<void> {
     },
     async () => {
       const jobs = await state.jobs.list();
+      const history = new CanaryHistory(state.settings);
       return {
-        destinations: [...app.runs.stores].map(([id, store]) => ({
-          id,
-          default: id === 'default',
-          kind: store.description.startsWith('s3://') ? 's3' : 'fs',
-          description: store.description,
-          jobs: jobs.filter((j) => jobDestinations(j.config).includes(id)).map((j) => j.id),
-        })),
+        destinations: await Promise.all(
+          [...app.runs.stores].map(async ([id, store]) => {
+            const flight = (await history.flights(id).catch(() => []))[0] ?? null;
+            const writers = jobs.filter((j) => jobDestinations(j.config).includes(id));
+            return {
+              id,
+              default: id === 'default',
+              kind: store.description.startsWith('s3://') ? 's3' : 'fs',
+              description: store.description,
+              jobs: writers.map((j) => j.id),
+              enabledJobs: writers.filter((j) => j.config.enabled !== false).length,
+              // The latest integrity-canary flight into it (docs/canary.md), null before the first.
+              canary: flight ? { verdict: flight.verdict, at: flight.finishedAt, code: flight.code } : null,
+            };
+          }),
+        ),
       };
     },
   );

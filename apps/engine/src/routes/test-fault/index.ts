@@ -1,6 +1,8 @@
 /**
  * The test-only routes under `/admin/test-fault/` (specification "SCIM facade and test-only
- * routes"): `POST arm`, `POST disarm`, `POST canary-tick` (flies the integrity canary, its
+ * routes"): `POST arm`, `POST disarm`, `POST control-plane-clear` (wipes jobs, runs, roles,
+ * notifications and policies through control-plane/apply.ts; never keys, archives or the audit
+ * chain), `POST canary-tick` (flies the integrity canary, its
  * verdict listeners included, then runs the reconciliation tick), `POST retention-tick`,
  * `GET status`.
  * Registered ONLY when HARNESS_TEST_FAULTS is set (otherwise the admin family's not-found handler
@@ -12,6 +14,7 @@
 import { isOwner } from '@coffer/authz';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
+import { clearControlPlane } from '../../control-plane/index.ts';
 import { roleName } from '../../plugins/auth.ts';
 import { sendForbidden, sendUnauthorised } from '../../plugins/replies.ts';
 import {
@@ -122,6 +125,28 @@ export default async function testFaultRoutes(app: FastifyInstance): Promise<voi
       const standDowns: string[] = [];
       const pruned = await app.runs.pruneAll(standDowns);
       return { ok: true, pruned, standDowns };
+    },
+  );
+
+  app.post(
+    '/control-plane-clear',
+    {
+      schema: {
+        summary: 'Wipe the control plane, never keys, archives or the audit chain (test only)',
+        operationId: 'testFaultControlPlaneClear',
+        tags,
+      },
+    },
+    async (request) => {
+      await app.runs.idle();
+      const cleared = await clearControlPlane(app.state);
+      await app.audit.forRequest(request, {
+        action: 'control-plane-clear',
+        outcome: 'applied',
+        target: null,
+        detail: { jobs: cleared.jobs, members: cleared.members },
+      });
+      return { ok: true, cleared };
     },
   );
 

@@ -8,13 +8,30 @@
  * handler. The `ifMatchRev` precondition is decided by @coffer/state inside the write's
  * transaction (preconditions.ts maps its refusals to 409), and a change of the restore-test
  * cadence additionally needs `scheduledtest.config`, checked against the stored value inside that
- * same transaction (see `upsert`).
+ * same transaction (config-changes/apply.ts).
+ *
+ * Configuration dual control (docs/config-control.md): while `config.approval.enabled` is on, an
+ * upsert or delete is checked (`ifMatchRev`, cadence capability) on a probe that writes nothing
+ * and answered 202 `{ pending: true, changeId, ... }`; the bulk cap drops to 10 and a held item's
+ * outcome is `pending` with its `changeId`. The admin token cannot propose (403 `no-subject`).
+ * Every applied write appends a signed configuration version (config-changes/history.ts).
  */
-import { can, forbiddenBody } from '@coffer/authz';
-import { isStateError, type JobRecord, type State } from '@coffer/state';
+import { forbiddenBody } from '@coffer/authz';
+import type { JobPrecondition, JobRecord, State } from '@coffer/state';
 import type { FastifyInstance } from 'fastify';
 import { Compile } from 'typebox/compile';
 import type { RequestAuditEvent } from '../../../audit/index.ts';
+import {
+  applyJobDelete,
+  applyJobUpsert,
+  bulkCap,
+  probeJobDelete,
+  probeJobUpsert,
+  propose,
+  readPolicy,
+  recordConfigVersion,
+  type VersionInput,
+} from '../../../config-changes/index.ts';
 import { checkJobSource, inlineFieldRefusal, type JobRefusal } from '../../../connections/resolve.ts';
 import {
   BulkBody,
@@ -25,6 +42,7 @@ import {
   UpsertBody,
 } from '../../../jobs/index.ts';
 import type { EngineCaller } from '../../../plugins/auth.ts';
+import { sendStateUnavailable } from '../../../plugins/replies.ts';
 import { runObjects } from '../../../runs/view.ts';
 import { ifMatchRevOf, refusalBody } from './preconditions.ts';
 
@@ -35,8 +53,33 @@ type UpsertResult =
       /** For the audit event only (names, never values). */
       changedFields: string[];
     }
-  | { status: 403; body: ReturnType<typeof forbiddenBody> }
+  | {
+      status: 202;
+      body: {
+        ok: true;
+        pending: true;
+        changeId: string;
+        status: 'pending';
+        kind: 'job-upsert';
+        id: string;
+        baseRev: number | null;
+        changedFields: string[];
+        expiresAt: string;
+      };
+    }
+  | { status: 403; body: ReturnType<typeof forbiddenBody> | NoSubjectBody }
   | { status: 409; body: ReturnType<typeof refusalBody> };
+
+/** Under config approval, a write needs a proposer with a stable subject (docs/config-control.md). */
+interface NoSubjectBody {
+  error: string;
+  refusal: 'no-subject';
+}
+const NO_SUBJECT: NoSubjectBody = {
+  error:
+    'configuration approval is on: changes are proposed by a signed-in person; the admin token has no subject',
+  refusal: 'no-subject',
+};
 
 /**
  * One row of `GET /admin/jobs`: the job, its `configRev` and its state. `lastRun` is the newest run
@@ -50,52 +93,93 @@ async function jobRow(state: State, job: JobRecord) {
   return { ...job.config, id: job.id, configRev: job.configRev, state: { paused: !enabled, lastRun } };
 }
 
-const cadenceOf = (config: Record<string, unknown> | undefined): number | null =>
-  (config?.restoreTestCadenceSeconds as number | null | undefined) ?? null;
-
-/** Thrown by the cadence guard inside the write's transaction; answered 403. */
-class CadenceRefused extends Error {}
+/** The actor of a configuration version or pending change (never a token). */
+export function personOf(caller: EngineCaller) {
+  const method = caller.method === 'session' ? (caller.session?.kind ?? 'session') : caller.method;
+  return { subject: caller.subject, email: caller.email, method };
+}
 
 /**
- * One upsert. A caller without `scheduledtest.config` may write a job only when the write leaves
- * the restore-test cadence as stored. That comparison runs inside the store's write transaction
- * (the `guard` of jobs.upsert), so a concurrent change cannot slip in between the check and the
- * write, and the caller's own `ifMatchRev` is the only precondition: a write without the key is
- * applied with no base check (the key-absent row of the precondition table).
+ * One upsert (config-changes/apply.ts owns the write). Without the approval policy it is applied
+ * and its configuration version appended; with the policy on, the `ifMatchRev` precondition and
+ * the cadence capability are checked on a probe that writes nothing and the change is held as a
+ * pending change (202) for a second person.
  */
-async function upsert(state: State, caller: EngineCaller, body: UpsertBody): Promise<UpsertResult> {
+async function upsert(
+  app: FastifyInstance,
+  caller: EngineCaller,
+  body: UpsertBody,
+  approvalOn: boolean,
+): Promise<UpsertResult> {
+  const state = app.state;
   const sent = ifMatchRevOf(body);
   const job = normaliseJob(body);
-  const config = job;
-  const mayChangeCadence = can(caller.authz, 'scheduledtest.config');
-  const guard = mayChangeCadence
-    ? undefined
-    : (stored: Record<string, unknown> | null | 'unreadable') => {
-        // An unreadable record's cadence is unknown: only a caller who may change it replaces it.
-        if (stored === 'unreadable' || cadenceOf(stored ?? undefined) !== job.restoreTestCadenceSeconds)
-          throw new CadenceRefused();
-      };
-  try {
-    const result = await state.jobs.upsert(config, { ifMatchRev: sent, ...(guard ? { guard } : {}) });
+  if (approvalOn) {
+    if (caller.subject === null) return { status: 403, body: NO_SUBJECT };
+    const probe = await probeJobUpsert(state, caller.authz, job, sent);
+    if (!probe.ok)
+      return probe.status === 403
+        ? { status: 403, body: forbiddenBody('scheduledtest.config', caller.authz) }
+        : { status: 409, body: refusalBody(probe.precondition, sent) };
+    const change = await propose(state, {
+      kind: 'job-upsert',
+      target: job.id,
+      baseRev: probe.baseRev,
+      changedFields: probe.changedFields,
+      config: job,
+      proposedBy: personOf(caller),
+      hasIfMatchRev: sent !== undefined,
+      ...(sent !== undefined ? { ifMatchRev: sent } : {}),
+    });
     return {
-      status: 200,
+      status: 202,
       body: {
         ok: true,
+        pending: true,
+        changeId: change.id,
+        status: 'pending',
+        kind: 'job-upsert',
         id: job.id,
-        configRev: result.job.configRev,
-        created: result.outcome === 'created' || result.outcome === 'recreated',
-        job,
+        baseRev: change.baseRev,
+        changedFields: change.changedFields,
+        expiresAt: change.expiresAt,
       },
-      changedFields: result.changedFields,
     };
+  }
+  const r = await applyJobUpsert(state, caller.authz, job, sent);
+  if (!r.ok)
+    return r.status === 403
+      ? { status: 403, body: forbiddenBody('scheduledtest.config', caller.authz) }
+      : { status: 409, body: refusalBody(r.precondition, sent) };
+  const result = r.result;
+  if (result.outcome !== 'unchanged')
+    await appendVersion(app, {
+      kind: 'job-upsert',
+      target: job.id,
+      actor: personOf(caller),
+      configRev: result.job.configRev,
+      changedFields: result.changedFields,
+      config: result.job.config,
+    });
+  return {
+    status: 200,
+    body: {
+      ok: true,
+      id: job.id,
+      configRev: result.job.configRev,
+      created: result.outcome === 'created' || result.outcome === 'recreated',
+      job,
+    },
+    changedFields: result.changedFields,
+  };
+}
+
+/** Appends a configuration version; a history fault is logged and never undoes the write. */
+async function appendVersion(app: FastifyInstance, input: VersionInput): Promise<void> {
+  try {
+    await recordConfigVersion({ state: app.state, signer: app.keys.signer }, input);
   } catch (err) {
-    if (err instanceof CadenceRefused) {
-      return { status: 403, body: forbiddenBody('scheduledtest.config', caller.authz) };
-    }
-    if (isStateError(err, 'ERR_STATE_PRECONDITION') && err.precondition) {
-      return { status: 409, body: refusalBody(err.precondition, sent) };
-    }
-    throw err;
+    app.log.error({ code: (err as { code?: string }).code ?? 'ERR_UNKNOWN' }, 'config history append failed');
   }
 }
 
@@ -121,10 +205,27 @@ function upsertAudit(id: string, result: UpsertResult): RequestAuditEvent {
       detail: { configRev, created, changedFields: result.changedFields },
     };
   }
+  if (result.status === 202) {
+    const { changeId, changedFields } = result.body;
+    return {
+      action: 'config-change-proposed',
+      outcome: 'queued',
+      target: changeId,
+      detail: { kind: 'job-upsert', jobId: id, changedFields },
+    };
+  }
+  if (result.status === 403 && 'refusal' in result.body)
+    return { action: 'job-upsert', outcome: 'refused', target: id, detail: { reason: 'no-subject' } };
   const reason = result.status === 403 ? 'capability' : result.body.precondition.reason;
-  const detail = result.status === 403 ? { reason, required: result.body.required } : { reason };
+  const detail =
+    result.status === 403 && 'required' in result.body
+      ? { reason, required: result.body.required }
+      : { reason };
   return { action: 'job-upsert', outcome: 'refused', target: id, detail };
 }
+
+/** The config-approval policy now; a store fault is thrown (the route answers 502). */
+const approvalOn = async (app: FastifyInstance) => (await readPolicy(app.state, 'config-approval')).enabled;
 
 /**
  * Where a job's source may not point (connections.ts checks): the data dir and every key or
@@ -188,7 +289,13 @@ export default async function jobsRoutes(app: FastifyInstance): Promise<void> {
         await app.audit.forRequest(request, refusalAudit(request.body.id, refused));
         return reply.code(400).send(refused);
       }
-      const result = await upsert(app.state, request.caller!, request.body);
+      let on: boolean;
+      try {
+        on = await approvalOn(app);
+      } catch {
+        return sendStateUnavailable(reply);
+      }
+      const result = await upsert(app, request.caller!, request.body, on);
       await app.audit.forRequest(request, upsertAudit(request.body.id, result));
       return reply.code(result.status).send(result.body);
     },
@@ -209,15 +316,25 @@ export default async function jobsRoutes(app: FastifyInstance): Promise<void> {
     },
     async (request, reply) => {
       const items = request.body.jobs as unknown[];
-      if (items.length > MAX_BATCH) {
+      let on: boolean;
+      try {
+        on = await approvalOn(app);
+      } catch {
+        return sendStateUnavailable(reply);
+      }
+      const cap = bulkCap(on, MAX_BATCH);
+      if (items.length > cap) {
         await app.audit.forRequest(request, {
           action: 'job-bulk',
           outcome: 'refused',
-          detail: { reason: 'max-batch', items: items.length, maxBatch: MAX_BATCH },
+          detail: { reason: 'max-batch', items: items.length, maxBatch: cap },
         });
-        return reply
-          .code(400)
-          .send({ error: `batch too large (at most ${MAX_BATCH} jobs)`, maxBatch: MAX_BATCH });
+        return reply.code(400).send({
+          error: on
+            ? `batch too large (at most ${cap} jobs while configuration approval is on)`
+            : `batch too large (at most ${cap} jobs)`,
+          maxBatch: cap,
+        });
       }
       const outcomes: unknown[] = [];
       for (const [index, item] of items.entries()) {
@@ -239,9 +356,11 @@ export default async function jobsRoutes(app: FastifyInstance): Promise<void> {
           continue;
         }
         try {
-          const result = await upsert(app.state, request.caller!, item as UpsertBody);
+          const result = await upsert(app, request.caller!, item as UpsertBody, on);
           await app.audit.forRequest(request, upsertAudit((item as UpsertBody).id, result));
-          if (result.status === 200) {
+          if (result.status === 202) {
+            outcomes.push({ index, id, outcome: 'pending', changeId: result.body.changeId });
+          } else if (result.status === 200) {
             outcomes.push({
               index,
               id,
@@ -259,13 +378,24 @@ export default async function jobsRoutes(app: FastifyInstance): Promise<void> {
           outcomes.push({ index, id, outcome: 'error', error: 'internal error' });
         }
       }
-      const applied = outcomes.filter((o) => (o as { outcome: string }).outcome === 'applied').length;
+      const count = (what: string) =>
+        outcomes.filter((o) => (o as { outcome: string }).outcome === what).length;
+      const applied = count('applied');
+      const pending = count('pending');
+      const errors = items.length - applied - pending;
       await app.audit.forRequest(request, {
         action: 'job-bulk',
-        outcome: applied === items.length ? 'applied' : applied === 0 ? 'refused' : 'failed',
-        detail: { items: items.length, applied, errors: items.length - applied },
+        outcome:
+          errors === 0
+            ? pending > 0
+              ? 'queued'
+              : 'applied'
+            : errors === items.length
+              ? 'refused'
+              : 'failed',
+        detail: { items: items.length, applied, pending, errors, maxBatch: cap },
       });
-      return { ok: applied === items.length, applied, failed: items.length - applied, outcomes };
+      return { ok: errors === 0, applied, pending, failed: errors, maxBatch: cap, outcomes };
     },
   );
 
@@ -283,27 +413,81 @@ export default async function jobsRoutes(app: FastifyInstance): Promise<void> {
     },
     async (request, reply) => {
       const ifMatchRev = ifMatchRevOf(request.body);
+      const id = request.body.id;
+      const caller = request.caller!;
+      let on: boolean;
       try {
-        const result = await app.state.jobs.delete(request.body.id, { ifMatchRev });
+        on = await approvalOn(app);
+      } catch {
+        return sendStateUnavailable(reply);
+      }
+      const refused = async (precondition: JobPrecondition) => {
         await app.audit.forRequest(request, {
           action: 'job-delete',
-          outcome: 'applied',
-          target: result.id,
-          detail: { deletedRev: result.deletedRev },
+          outcome: 'refused',
+          target: id,
+          detail: { reason: precondition.reason },
         });
-        return { ok: true, id: result.id, deletedRev: result.deletedRev };
-      } catch (err) {
-        if (isStateError(err, 'ERR_STATE_PRECONDITION') && err.precondition) {
+        return reply.code(409).send(refusalBody(precondition, ifMatchRev));
+      };
+      if (on) {
+        // Dual control: checked now (and again at apply), held for a second person.
+        if (caller.subject === null) {
           await app.audit.forRequest(request, {
             action: 'job-delete',
             outcome: 'refused',
-            target: request.body.id,
-            detail: { reason: err.precondition.reason },
+            target: id,
+            detail: { reason: 'no-subject' },
           });
-          return reply.code(409).send(refusalBody(err.precondition, ifMatchRev));
+          return reply.code(403).send(NO_SUBJECT);
         }
-        throw err;
+        const probe = await probeJobDelete(app.state, id, ifMatchRev);
+        if (!probe.ok) return refused(probe.precondition);
+        const change = await propose(app.state, {
+          kind: 'job-delete',
+          target: id,
+          baseRev: probe.baseRev,
+          changedFields: [],
+          config: null,
+          proposedBy: personOf(caller),
+          hasIfMatchRev: ifMatchRev !== undefined,
+          ...(ifMatchRev !== undefined ? { ifMatchRev } : {}),
+        });
+        await app.audit.forRequest(request, {
+          action: 'config-change-proposed',
+          outcome: 'queued',
+          target: change.id,
+          detail: { kind: 'job-delete', jobId: id, changedFields: [] },
+        });
+        return reply.code(202).send({
+          ok: true,
+          pending: true,
+          changeId: change.id,
+          status: 'pending',
+          kind: 'job-delete',
+          id,
+          baseRev: probe.baseRev,
+          expiresAt: change.expiresAt,
+        });
       }
+      const r = await applyJobDelete(app.state, id, ifMatchRev);
+      if (!r.ok) return refused(r.precondition);
+      const result = r.result;
+      await appendVersion(app, {
+        kind: 'job-delete',
+        target: result.id,
+        actor: personOf(caller),
+        configRev: result.deletedRev,
+        changedFields: [],
+        config: null,
+      });
+      await app.audit.forRequest(request, {
+        action: 'job-delete',
+        outcome: 'applied',
+        target: result.id,
+        detail: { deletedRev: result.deletedRev },
+      });
+      return { ok: true, id: result.id, deletedRev: result.deletedRev };
     },
   );
 }
