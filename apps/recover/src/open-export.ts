@@ -26,10 +26,10 @@
  */
 import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
 import { canonicalJsonBytes, fingerprint, fromBase64Url, open, sha384Digest, verify } from '@coffer/crypto';
 import { RecoverError } from './errors.ts';
 import { EXIT } from './exit-codes.ts';
+import { parseOptionsOnly } from './internal/args.ts';
 import { loadSecretKey } from './internal/key-file.ts';
 import { type Io, Reporter } from './internal/output.ts';
 import { toRecoverError } from './internal/translate.ts';
@@ -73,26 +73,19 @@ function usage(message: string): RecoverError {
 }
 
 function parse(argv: readonly string[]): Options | 'help' {
-  let values: Record<string, string | boolean | undefined>;
-  try {
-    ({ values } = parseArgs({
-      args: [...argv],
-      strict: true,
-      allowPositionals: false,
-      options: {
-        key: { type: 'string' },
-        in: { type: 'string' },
-        out: { type: 'string' },
-        'pin-signer': { type: 'string' },
-        force: { type: 'boolean' },
-        json: { type: 'boolean' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    }));
-  } catch {
-    // parseArgs messages can echo the offending argument; a pasted key must not be printed back.
-    throw usage('unknown option or stray argument (see coffer-recover open-export --help)');
-  }
+  const values = parseOptionsOnly(
+    argv,
+    {
+      key: { type: 'string' },
+      in: { type: 'string' },
+      out: { type: 'string' },
+      'pin-signer': { type: 'string' },
+      force: { type: 'boolean' },
+      json: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    'open-export',
+  );
   if (values.help) return 'help';
   for (const o of ['key', 'in', 'out'] as const)
     if (typeof values[o] !== 'string' || values[o] === '') throw usage(`--${o} is required`);

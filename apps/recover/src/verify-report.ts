@@ -23,10 +23,10 @@
  */
 import { readFile, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { parseArgs } from 'node:util';
 import { canonicalJson, decodeKeyFile, fingerprint, fromBase64Url, verify } from '@coffer/crypto';
 import { RecoverError } from './errors.ts';
 import { EXIT } from './exit-codes.ts';
+import { parseOptionsOnly } from './internal/args.ts';
 import { type Io, oneLine, Reporter } from './internal/output.ts';
 import { toRecoverError } from './internal/translate.ts';
 
@@ -57,27 +57,18 @@ interface Options {
 }
 
 function parse(argv: readonly string[]): Options | 'help' {
-  let values: Record<string, string | boolean | undefined>;
-  try {
-    ({ values } = parseArgs({
-      args: [...argv],
-      strict: true,
-      allowPositionals: false,
-      options: {
-        report: { type: 'string' },
-        signer: { type: 'string' },
-        'pin-signer': { type: 'string' },
-        fingerprint: { type: 'string' },
-        json: { type: 'boolean' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    }));
-  } catch {
-    throw new RecoverError(
-      'ERR_RECOVER_USAGE',
-      'unknown option or stray argument (see coffer-recover verify-report --help)',
-    );
-  }
+  const values = parseOptionsOnly(
+    argv,
+    {
+      report: { type: 'string' },
+      signer: { type: 'string' },
+      'pin-signer': { type: 'string' },
+      fingerprint: { type: 'string' },
+      json: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    'verify-report',
+  );
   if (values.help) return 'help';
   const pins = [values['pin-signer'], values.fingerprint].filter((v) => typeof v === 'string');
   if (pins.length > 1 && pins[0] !== pins[1])

@@ -22,7 +22,11 @@ type T = Test;
 export const ADMIN_TOKEN = 'console-e2e-admin-token-0123456789';
 export const ENGINE_MAIN = join(repoRoot(), 'apps', 'engine', 'dist', 'main.js');
 export const RECOVER_CLI = join(repoRoot(), 'apps', 'recover', 'dist', 'cli.js');
-export const UI_DIR = join(import.meta.dirname, '..', '..', 'dist', 'ui');
+/**
+ * The built UI the tests serve: `dist/ui`, or CONSOLE_TEST_UI_DIR when set (a build made with
+ * `vite build --outDir <dir>`, so two people working on screens at once do not share one build).
+ */
+export const UI_DIR = process.env.CONSOLE_TEST_UI_DIR ?? join(import.meta.dirname, '..', '..', 'dist', 'ui');
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {

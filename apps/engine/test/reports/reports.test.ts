@@ -8,7 +8,7 @@
  * with pdf.js carries the job names and the "no checkable signature" line; no secret anywhere; a
  * broken audit chain is attested as broken (signed) and raises `audit-chain-break`.
  */
-import { spawn } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -33,23 +33,11 @@ const CLI = join(import.meta.dirname, '..', '..', '..', 'recover', 'src', 'cli.t
 const CONTEXT = 'coffer/report/v1';
 const KINDS = ['backup-coverage', 'restore-drills', 'audit-attestation'] as const;
 
-function runCli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], {
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => {
-      stdout += d;
-    });
-    child.stderr.setEncoding('utf8').on('data', (d: string) => {
-      stderr += d;
-    });
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
+/** The built coffer-recover, with nothing of this process's environment but PATH and HOME. */
+async function runCli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp' };
+  const r = spawnSync(process.execPath, [CLI, ...args], { env, encoding: 'utf8' });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
 async function pdfText(bytes: Uint8Array): Promise<{ text: string; pages: number; title: unknown }> {

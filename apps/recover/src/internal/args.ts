@@ -10,7 +10,7 @@
  * and `ps`); an option that looks like one is refused with a pointer to the environment variables.
  * Usage messages never echo a stray argument's value (a pasted key must not be printed back).
  */
-import { parseArgs } from 'node:util';
+import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { RecoverError } from '../errors.ts';
 
 export interface StoreOptions {
@@ -307,4 +307,24 @@ function translateParseError(e: unknown, command: string): RecoverError {
     return usage(`${command} takes no positional arguments (options are --name value)`, command);
   }
   return usage(`cannot parse the command line for ${command}`, command);
+}
+
+/**
+ * `parseArgs` for a command that takes options only. Its own messages can echo the offending
+ * argument, and a pasted key must never be printed back, so any refusal becomes one usage error
+ * naming the command's help.
+ */
+export function parseOptionsOnly<O extends ParseArgsConfig['options']>(
+  argv: readonly string[],
+  options: O,
+  command: string,
+): Record<string, string | boolean | undefined> {
+  try {
+    return parseArgs({ args: [...argv], strict: true, allowPositionals: false, options }).values as Record<
+      string,
+      string | boolean | undefined
+    >;
+  } catch {
+    throw usage(`unknown option or stray argument (see coffer-recover ${command} --help)`);
+  }
 }

@@ -73,6 +73,31 @@ export default async function controlPlaneRoutes(app: FastifyInstance): Promise<
     config: app.config,
     destinations: app.destinations,
   });
+
+  /** Audits a refusal (reason and JSON path, never a value) and sends it. */
+  const refuseAudited = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    action:
+      | 'control-plane-export'
+      | 'control-plane-restore'
+      | 'control-plane-apply-staged'
+      | 'control-plane-import',
+    r: Refusal,
+    sealed?: boolean,
+  ): Promise<FastifyReply> => {
+    await app.audit.forRequest(request, {
+      action,
+      outcome: 'refused',
+      target: null,
+      detail: {
+        ...(sealed === undefined ? {} : { sealed }),
+        reason: r.error,
+        ...(r.path ? { path: r.path } : {}),
+      },
+    });
+    return refuse(reply, r);
+  };
   await service.recordBirth().catch((err: unknown) => {
     app.log.warn({ code: (err as { code?: string }).code }, 'control-plane birth marker not written');
   });
@@ -125,15 +150,7 @@ export default async function controlPlaneRoutes(app: FastifyInstance): Promise<
     async (request, reply) => {
       const sealed = request.query.sealed === '1' || request.query.sealed === 'true';
       const built = sealed ? await service.buildSealed() : await service.buildSigned();
-      if (!built.ok) {
-        await app.audit.forRequest(request, {
-          action: 'control-plane-export',
-          outcome: 'refused',
-          target: null,
-          detail: { sealed, reason: built.error, ...(built.path ? { path: built.path } : {}) },
-        });
-        return refuse(reply, built);
-      }
+      if (!built.ok) return refuseAudited(request, reply, 'control-plane-export', built, sealed);
       const summary = summaryOf(built.doc);
       const body = 'sealed' in built ? built.sealed : built.signed;
       const bodyHash = 'sealed' in built ? built.sealed.header.bodyHash : sha384Digest(bodyOf(built.signed));
@@ -159,15 +176,7 @@ export default async function controlPlaneRoutes(app: FastifyInstance): Promise<
     result: Awaited<ReturnType<ControlPlaneService['restore']>>,
     sealed: boolean,
   ) => {
-    if (!result.ok) {
-      await app.audit.forRequest(request, {
-        action: 'control-plane-restore',
-        outcome: 'refused',
-        target: null,
-        detail: { sealed, reason: result.error, ...(result.path ? { path: result.path } : {}) },
-      });
-      return refuse(reply, result);
-    }
+    if (!result.ok) return refuseAudited(request, reply, 'control-plane-restore', result, sealed);
     const { doc, configuration } = result;
     await app.audit.forRequest(request, {
       action: 'control-plane-restore',
@@ -243,15 +252,7 @@ export default async function controlPlaneRoutes(app: FastifyInstance): Promise<
     },
     async (request, reply) => {
       const result = await service.applyStaged();
-      if (!result.ok) {
-        await app.audit.forRequest(request, {
-          action: 'control-plane-apply-staged',
-          outcome: 'refused',
-          target: null,
-          detail: { reason: result.error },
-        });
-        return refuse(reply, result);
-      }
+      if (!result.ok) return refuseAudited(request, reply, 'control-plane-apply-staged', result);
       await app.audit.forRequest(request, {
         action: 'control-plane-apply-staged',
         outcome: 'applied',
@@ -274,15 +275,7 @@ export default async function controlPlaneRoutes(app: FastifyInstance): Promise<
     result: Awaited<ReturnType<ControlPlaneService['import']>>,
     sealed: boolean,
   ) => {
-    if (!result.ok) {
-      await app.audit.forRequest(request, {
-        action: 'control-plane-import',
-        outcome: 'refused',
-        target: null,
-        detail: { sealed, reason: result.error, ...(result.path ? { path: result.path } : {}) },
-      });
-      return refuse(reply, result);
-    }
+    if (!result.ok) return refuseAudited(request, reply, 'control-plane-import', result, sealed);
     const { doc, configuration, sameSigner } = result;
     const disabled = configuration.jobs.filter((j) => j.outcome === 'imported' && !j.enabled).length;
     await app.audit.forRequest(request, {
