@@ -9,7 +9,7 @@ import { decodeKeyFile, fingerprint, sha384Digest } from '@coffer/crypto';
 import type { ObjectStore } from '@coffer/objectstore';
 import type { State } from '@coffer/state';
 import type { EngineConfig } from '../config.ts';
-import { recordConfigVersion, type VersionActor } from '../config-changes/index.ts';
+import { readPolicy, recordConfigVersion, type VersionActor } from '../config-changes/index.ts';
 import type { EngineKeys } from '../keys.ts';
 import {
   applyAuthority,
@@ -338,6 +338,7 @@ export class ControlPlaneService {
       doc: ControlPlaneExport;
       sealed: boolean;
       sameSigner: boolean;
+      heldByApproval: boolean;
       configuration: ConfigurationOutcome;
       historyFailures: number;
     }>
@@ -350,13 +351,17 @@ export class ControlPlaneService {
     if (problem) return { ok: false, status: 400, error: problem.error, path: problem.path };
     const doc = opened.value;
     const sameSigner = doc.signerFingerprint === this.d.keys.signer.fingerprint;
+    // Under configuration dual control an import must not become a one-person way to start jobs:
+    // every imported job then arrives disabled, and enabling it is a job write a second person
+    // approves (docs/control-plane.md "Import").
+    const heldByApproval = (await readPolicy(this.d.state, 'config-approval')).enabled;
     const configuration = await applyConfiguration(this.d.state, doc.slices.configuration, {
       mode: 'import',
-      disable: !sameSigner,
+      disable: !sameSigner || heldByApproval,
       withNotify: sameSigner,
     });
     const historyFailures = await this.recordVersions(configuration, 'control-plane-import', actor);
-    return { ok: true, doc, sealed, sameSigner, configuration, historyFailures };
+    return { ok: true, doc, sealed, sameSigner, heldByApproval, configuration, historyFailures };
   }
 
   async importSealed(

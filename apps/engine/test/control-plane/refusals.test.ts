@@ -229,3 +229,49 @@ t.test('bare admin token only, rate limits after the gate, no break-glass key', 
   t.equal((await e.post('/control-plane/import', { ...junk, signerPublicKey: key }, owner)).status, 400);
   t.equal((await e.post('/control-plane/import', { ...junk, signerPublicKey: key }, owner)).status, 429);
 });
+
+t.test(
+  "under configuration dual control an import of this engine's own export arrives disabled",
+  async (t) => {
+    const world = makeWorld(t);
+    const a = await engineIn(t, world);
+    for (const id of ['docs', 'photos'])
+      t.equal(
+        (await a.post('/jobs', { id, cadenceSeconds: 3600, source: { type: 'files', path: world.source } }))
+          .status,
+        200,
+      );
+    const signed = (await a.get('/control-plane/export-download')).json();
+    const signerPublicKey = encodeKeyFile('signer-public', a.app.keys.signer.publicKey);
+    const keys = keepKeys(a, world.root);
+
+    // Same signer, no policy: the engine's own jobs come back enabled.
+    const open = await engineIn(t, world, keys);
+    const plain = await open.post('/control-plane/import', { ...signed, signerPublicKey });
+    t.equal(plain.status, 200, plain.text);
+    t.match(plain.json(), {
+      sameSigner: true,
+      heldByApproval: false,
+      items: [{ enabled: true }, { enabled: true }],
+    });
+
+    // Same signer, configuration approval on: held disabled, so enabling needs a second person.
+    const held = await engineIn(t, world, keys);
+    await held.app.state.settings.set('config.approval.enabled', {
+      enabled: true,
+      by: 'test',
+      at: new Date().toISOString(),
+    });
+    const r = await held.post('/control-plane/import', { ...signed, signerPublicKey });
+    t.equal(r.status, 200, r.text);
+    t.match(r.json(), {
+      sameSigner: true,
+      heldByApproval: true,
+      items: [
+        { id: 'docs', outcome: 'imported', enabled: false },
+        { id: 'photos', outcome: 'imported', enabled: false },
+      ],
+    });
+    t.equal((await held.app.state.jobs.get('docs'))?.config.enabled, false);
+  },
+);

@@ -289,6 +289,7 @@ export default async function controlPlaneRoutes(app: FastifyInstance): Promise<
       sealed,
       signerFingerprint: doc.signerFingerprint,
       sameSigner,
+      heldByApproval: result.heldByApproval,
       historyFailures: result.historyFailures,
       items: configuration.jobs,
       channels: configuration.channels,
