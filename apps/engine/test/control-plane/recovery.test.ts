@@ -143,7 +143,11 @@ async function buildSource(t: Test, world: World): Promise<Source> {
 }
 
 /** The restored engine carries the source's jobs, grants and policies. */
-async function assertRestored(t: Test, e: Engine, src: Source) {
+/**
+ * `advance` moves the engine's scheduler clock on (the plain-restore engine runs on a clock the
+ * test holds): with it the next run is the scheduler's own dispatch; without it, a trigger.
+ */
+async function assertRestored(t: Test, e: Engine, src: Source, advance?: (ms: number) => void) {
   const jobs = (await e.get('/jobs')).json().jobs as Array<Record<string, unknown>>;
   t.match(
     jobs.map((j) => ({
@@ -180,16 +184,27 @@ async function assertRestored(t: Test, e: Engine, src: Source) {
   // without history would be due at once) and photos still paused.
   const tick = await e.app.runs.tick('test');
   t.ok(tick, 'the tick ran');
-  t.notOk(tick?.dispatched.includes('docs'), 'docs is not due: its last run was just before the export');
+  // `dispatched` lists the run ids a tick started.
+  t.same(tick?.dispatched, [], 'docs is not due: its last run was just before the export');
   t.ok(tick?.standDowns.includes('photos'), 'photos stays paused');
   // The next run continues the same job history.
   const last = src.runs[src.runs.length - 1]!;
-  const trig = await e.post('/trigger', { id: 'docs' });
-  t.equal(trig.status, 200, trig.text);
+  let scheduled: string | undefined;
+  if (advance) {
+    advance(3600_000 + 60_000);
+    const due = await e.app.runs.tick('test');
+    t.equal(due?.dispatched.length, 1, 'an hour on, the scheduler starts one run by itself');
+    t.ok(due?.standDowns.includes('photos'), 'photos stays paused');
+    scheduled = due?.dispatched[0];
+  } else {
+    const trig = await e.post('/trigger', { id: 'docs' });
+    t.equal(trig.status, 200, trig.text);
+  }
   await e.app.runs.idle();
   const hist = (await e.get('/history?id=docs')).json().runs;
   t.equal(hist.length, 3, 'two restored runs plus the new one');
   t.match(hist[0], { status: 'ok', seq: last.seq + 1, prevRunId: last.runId, prevRunIdStatus: 'retained' });
+  if (scheduled !== undefined) t.equal(hist[0].runId, scheduled, "the new run is the scheduler's");
   t.same(
     hist.slice(1).map((r: { runId: string }) => r.runId),
     src.runs.map((r) => r.runId).reverse(),
@@ -204,10 +219,16 @@ for (const backend of ['sqlite', 'postgres'] as const)
       const src = await buildSource(t, world);
 
       // --- A fresh data dir with the same keys: plain restore.
-      const b = await engineIn(t, world, {
-        ...src.keys,
-        ...(backend === 'postgres' ? { ENGINE_DATABASE_URL: await postgresUrl() } : {}),
-      });
+      let aheadMs = 0;
+      const b = await engineIn(
+        t,
+        world,
+        {
+          ...src.keys,
+          ...(backend === 'postgres' ? { ENGINE_DATABASE_URL: await postgresUrl() } : {}),
+        },
+        { runs: { now: () => new Date(Date.now() + aheadMs) } },
+      );
       t.equal(b.app.keys.signer.fingerprint, src.engine.app.keys.signer.fingerprint, 'the keys are shared');
       const before = await b.get('/control-plane/status');
       t.equal(before.status, 200, 'readable with the bare token before any owner exists');
@@ -267,7 +288,9 @@ for (const backend of ['sqlite', 'postgres'] as const)
       t.match(applied.json(), { ok: true, applied: { authority: { members: 3, customRoles: 1 } } });
       t.equal((await b.post('/control-plane/apply-staged')).status, 409, 'nothing left staged');
       t.equal((await b.post('/control-plane/restore', src.signed)).status, 409, 'no longer empty');
-      await assertRestored(t, b, src);
+      await assertRestored(t, b, src, (ms) => {
+        aheadMs += ms;
+      });
       const rows = await b.app.state.audit.query({ action: 'control-plane-restore' });
       t.match(rows.find((r) => r.event.outcome === 'applied')?.event, {
         detail: { sealed: false, signerFingerprint: src.signed.signerFingerprint, jobs: 2 },
