@@ -1,5 +1,5 @@
 import { useQueryClient } from '@tanstack/react-query';
-import { Suspense } from 'react';
+import { lazy, Suspense } from 'react';
 import { Link, Route, Switch, useLocation } from 'wouter';
 import { api } from './api/client.ts';
 import { can, useWhoami, WHOAMI_KEY, type Whoami } from './auth/session.tsx';
@@ -7,6 +7,11 @@ import { linkFromHash, SignIn } from './auth/sign-in.tsx';
 import { StepUpProvider } from './auth/step-up.tsx';
 import { ErrorBox, formatTime, Loading } from './components/ui.tsx';
 import { SCREENS } from './routes.tsx';
+
+/** `/recover`: control-plane recovery with the bare admin token, reachable with no session (docs/console.md "Control plane"). */
+const RecoverPage = lazy(async () => ({
+  default: (await import('./screens/control-plane/recovery.tsx')).RecoverPage,
+}));
 
 function visible(who: Whoami, capability: string | null): boolean {
   if (capability === null) return true;
@@ -88,6 +93,12 @@ function Shell({ who }: { who: Whoami }) {
 
 export function App() {
   const { data: who, isPending, error, refetch } = useWhoami();
+  if (window.location.pathname === '/recover')
+    return (
+      <Suspense fallback={<Loading what="Opening" />}>
+        <RecoverPage />
+      </Suspense>
+    );
   if (isPending) return <Loading what="Connecting to the engine" />;
   if (error)
     return (

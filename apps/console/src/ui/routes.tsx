@@ -110,6 +110,35 @@ export const SCREENS: ScreenRoute[] = [
     nav: true,
   },
   {
+    path: '/control-plane',
+    title: 'Control plane',
+    component: screen(() => import('./screens/control-plane.tsx'), 'ControlPlane'),
+    // Status for anyone signed in; export and import (access.policy) are hidden for other roles.
+    capability: null,
+    nav: true,
+  },
+  {
+    path: '/configuration',
+    title: 'Configuration',
+    component: screen(() => import('./screens/configuration.tsx'), 'Configuration'),
+    capability: 'posture.read',
+    nav: true,
+  },
+  {
+    path: '/posture',
+    title: 'Posture',
+    component: screen(() => import('./screens/posture.tsx'), 'Posture'),
+    capability: 'posture.read',
+    nav: true,
+  },
+  {
+    path: '/reports',
+    title: 'Reports',
+    component: screen(() => import('./screens/reports.tsx'), 'Reports'),
+    capability: 'reports.read',
+    nav: true,
+  },
+  {
     path: '/setup',
     title: 'Set-up',
     component: screen(() => import('./screens/setup.tsx'), 'Setup'),

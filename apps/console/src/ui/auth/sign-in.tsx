@@ -292,6 +292,9 @@ export function SignIn() {
             <button type="submit" className="primary" disabled={busy !== null}>
               Sign in with admin token
             </button>
+            <p className="muted">
+              Engine state lost? <a href="/recover">Restore the control plane from an export</a>.
+            </p>
           </form>
         )}
       </div>

@@ -4,7 +4,9 @@
  * (whole-object upsert with `ifMatchRev`), pause and resume (the job's `enabled` field, written the
  * same way), delete with confirmation (`POST /admin/jobs/delete`), run now (`POST /admin/trigger`),
  * its runs with live progress and the point-in-time lookup (jobs/runs.tsx). Buttons appear only
- * for a role holding their capability (`job.write`, `job.delete`, `run.trigger`).
+ * for a role holding their capability (`job.write`, `job.delete`, `run.trigger`). Under
+ * configuration approval a save or delete answers 202 `{ pending: true, changeId }`: the page says
+ * it waits for a second person and links to the Configuration screen (docs/config-control.md).
  */
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
@@ -20,9 +22,11 @@ import {
   describeSeconds,
   fieldLabel,
   historyKey,
+  isPendingChange,
   JOBS_KEY,
   type JobRow,
   type JobSource,
+  type PendingChangeReply,
   preconditionOf,
   runInFlight,
   type TriggerReply,
@@ -46,6 +50,18 @@ function sourceText(s: JobSource): string {
     default:
       return (s as { type: string }).type;
   }
+}
+
+/** A save or delete held for a second person (202 under configuration approval), with where to approve it. */
+function PendingNotice({ reply }: { reply: PendingChangeReply }) {
+  return (
+    <Notice kind="info">
+      <strong>Waiting for approval.</strong> {reply.kind === 'job-delete' ? 'Deleting' : 'This change to'} job{' '}
+      <code>{reply.id}</code> is pending change <code>{reply.changeId}</code>: configuration approval is on,
+      so a second person must approve it on the <Link href="/configuration">Configuration</Link> screen. Until
+      then the job stays as it is (the request expires {formatTime(reply.expiresAt)}).
+    </Notice>
+  );
 }
 
 function StateBadge({ row }: { row: JobRow }) {
@@ -132,13 +148,23 @@ export function Jobs() {
 
 export function NewJob() {
   const [, navigate] = useLocation();
+  const [pending, setPending] = useState<PendingChangeReply | null>(null);
   return (
     <Page title="New job">
-      <JobForm
-        mode="create"
-        onSaved={(reply: UpsertReply) => navigate(`/jobs/${encodeURIComponent(reply.id)}`)}
-        onCancel={() => navigate('/jobs')}
-      />
+      {pending ? (
+        <>
+          <PendingNotice reply={pending} />
+          <Link href="/jobs">Back to jobs</Link>
+        </>
+      ) : (
+        <JobForm
+          mode="create"
+          onSaved={(reply) =>
+            isPendingChange(reply) ? setPending(reply) : navigate(`/jobs/${encodeURIComponent(reply.id)}`)
+          }
+          onCancel={() => navigate('/jobs')}
+        />
+      )}
     </Page>
   );
 }
@@ -234,6 +260,11 @@ export function JobDetail({ params }: { params: Record<string, string | undefine
   const [editing, setEditing] = useState(false);
   const [confirmDelete, setConfirmDelete] = useState(false);
   const [notice, setNotice] = useState<string | null>(null);
+  const [pending, setPending] = useState<PendingChangeReply | null>(null);
+  const clearMessages = () => {
+    setNotice(null);
+    setPending(null);
+  };
 
   const refresh = () =>
     Promise.all([
@@ -243,7 +274,7 @@ export function JobDetail({ params }: { params: Record<string, string | undefine
 
   const trigger = useMutation({
     mutationFn: () => api.post<TriggerReply>('/admin/trigger', { id }),
-    onMutate: () => setNotice(null),
+    onMutate: clearMessages,
     onSuccess: async (reply) => {
       setNotice(`Run ${reply.runId} started.`);
       await refresh();
@@ -252,23 +283,32 @@ export function JobDetail({ params }: { params: Record<string, string | undefine
 
   const pause = useMutation({
     mutationFn: (target: JobRow) =>
-      api.post<UpsertReply>('/admin/jobs', {
+      api.post<UpsertReply | PendingChangeReply>('/admin/jobs', {
         ...configOf(target),
         enabled: target.state.paused,
         ifMatchRev: target.configRev,
       }),
-    onMutate: () => setNotice(null),
+    onMutate: clearMessages,
     onSuccess: async (reply) => {
-      setNotice(reply.job.enabled ? 'The job is active again.' : 'The job is paused: it will not run.');
+      if (isPendingChange(reply)) setPending(reply);
+      else setNotice(reply.job.enabled ? 'The job is active again.' : 'The job is paused: it will not run.');
       await refresh();
     },
   });
 
   const remove = useMutation({
     mutationFn: (target: JobRow) =>
-      api.post<DeleteReply>('/admin/jobs/delete', { id: target.id, ifMatchRev: target.configRev }),
+      api.post<DeleteReply | PendingChangeReply>('/admin/jobs/delete', {
+        id: target.id,
+        ifMatchRev: target.configRev,
+      }),
     onSuccess: async (reply) => {
       setConfirmDelete(false);
+      if (isPendingChange(reply)) {
+        clearMessages();
+        setPending(reply);
+        return;
+      }
       navigate('/jobs', { state: { deletedJob: reply.id } });
       client.removeQueries({ queryKey: historyKey(id) });
       await client.invalidateQueries({ queryKey: JOBS_KEY });
@@ -345,6 +385,7 @@ export function JobDetail({ params }: { params: Record<string, string | undefine
         <Link href="/jobs">← All jobs</Link>
       </p>
       {notice ? <Notice kind="ok">{notice}</Notice> : null}
+      {pending ? <PendingNotice reply={pending} /> : null}
       {!editing && can(who, 'run.trigger') && (row.state.paused || running) ? (
         <p id="run-now-why" className="muted">
           {row.state.paused ? 'Run now is off while the job is paused.' : 'A run is in flight.'}
@@ -359,7 +400,9 @@ export function JobDetail({ params }: { params: Record<string, string | undefine
           initialRev={row.configRev}
           onSaved={(reply) => {
             setEditing(false);
-            setNotice(`Saved (revision ${reply.configRev}).`);
+            clearMessages();
+            if (isPendingChange(reply)) setPending(reply);
+            else setNotice(`Saved (revision ${reply.configRev}).`);
           }}
           onCancel={() => setEditing(false)}
         />

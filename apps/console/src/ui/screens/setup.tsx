@@ -2,11 +2,13 @@
  * First-run set-up: where the installation stands (`GET /admin/setup-state`) as a checklist with
  * what to do for each open item, claiming the first owner (a passkey, proven by the admin token),
  * and the break-glass key made IN THIS BROWSER: the secret half is offered as a file and never sent;
- * only the public half goes to the engine (`POST /admin/setup/break-glass-key`). The engine's
- * preflight probes are not built yet, so no preflight section is shown.
+ * only the public half goes to the engine (`POST /admin/setup/break-glass-key`). The preflight
+ * probes and the set-up acknowledgement live on the Posture screen (screens/posture.tsx), which
+ * anyone signed in can open at any time; the checklist's last item links there.
  */
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { type ReactNode, useState } from 'react';
+import { Link } from 'wouter';
 import { api, saveBlob } from '../api/client.ts';
 import { RecoveryCodesShown } from '../auth/recovery-codes.tsx';
 import { isOwner, useSignedIn, WHOAMI_KEY } from '../auth/session.tsx';
@@ -19,6 +21,7 @@ export interface SetupState {
   keys: { signer: boolean; operational: boolean; breakGlass: boolean; support: boolean };
   fingerprints: { signer: string; operational: string; breakGlass: string | null; support: string | null };
   counts: { jobs: number; members: number; owners: number };
+  acknowledged: boolean;
 }
 
 const SETUP_KEY = ['setup-state'] as const;
@@ -314,6 +317,15 @@ export function Setup() {
                 {s.counts.jobs > 0
                   ? `${s.counts.jobs} job${s.counts.jobs === 1 ? '' : 's'} configured.`
                   : 'Create a job on the Jobs screen.'}
+              </p>
+            </Item>
+            <Item done={s.acknowledged} title="Preflight and acknowledgement">
+              <p>
+                {s.acknowledged
+                  ? 'An owner acknowledged the key set-up. '
+                  : 'Once the keys are in place, an owner acknowledges the set-up. '}
+                The <Link href="/posture">Posture</Link> screen runs the preflight probes (destinations, keys,
+                clock, mail, sign-in providers, updates) and holds the acknowledgement.
               </p>
             </Item>
           </ol>

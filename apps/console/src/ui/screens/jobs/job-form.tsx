@@ -23,6 +23,7 @@ import {
   type JobConfig,
   type JobRow,
   type JobSource,
+  type PendingChangeReply,
   type PreconditionRefusal,
   preconditionOf,
   type SourceType,
@@ -176,7 +177,8 @@ export function JobForm({
   mode: 'create' | 'edit';
   initial?: JobConfig;
   initialRev?: number;
-  onSaved: (reply: UpsertReply) => void;
+  /** The write applied (200), or was held for a second person (202 under configuration approval). */
+  onSaved: (reply: UpsertReply | PendingChangeReply) => void;
   onCancel: () => void;
 }) {
   const who = useSignedIn();
@@ -192,7 +194,7 @@ export function JobForm({
   const set = <K extends keyof FormState>(k: K, v: FormState[K]) => setForm((f) => ({ ...f, [k]: v }));
 
   const save = useMutation({
-    mutationFn: (body: UpsertBody) => api.post<UpsertReply>('/admin/jobs', body),
+    mutationFn: (body: UpsertBody) => api.post<UpsertReply | PendingChangeReply>('/admin/jobs', body),
     onMutate: () => setConflict(null),
     onSuccess: async (reply) => {
       await client.invalidateQueries({ queryKey: JOBS_KEY });

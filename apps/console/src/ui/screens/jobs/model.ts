@@ -138,6 +138,27 @@ export interface TriggerReply {
   status: 'running';
 }
 
+/**
+ * A save or delete held for a second person while configuration approval is on: the engine
+ * answers 202 (docs/config-control.md "Pending changes"); it applies once approved on the
+ * Configuration screen.
+ */
+export interface PendingChangeReply {
+  ok: true;
+  pending: true;
+  changeId: string;
+  status: 'pending';
+  kind: 'job-upsert' | 'job-delete';
+  id: string;
+  baseRev: number | null;
+  changedFields?: string[];
+  expiresAt: string;
+}
+
+export function isPendingChange(x: unknown): x is PendingChangeReply {
+  return typeof x === 'object' && x !== null && (x as PendingChangeReply).pending === true;
+}
+
 export interface DeleteReply {
   ok: true;
   id: string;
