@@ -10,7 +10,7 @@
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useState } from 'react';
 import { api } from '../api/client.ts';
-import { ErrorBox, Field, Notice, useRunner } from '../components/ui.tsx';
+import { AdminTokenField, ErrorBox, Field, Notice, useRunner } from '../components/ui.tsx';
 import { RecoveryCodesShown } from './recovery-codes.tsx';
 import { WHOAMI_KEY } from './session.tsx';
 import { passkeysSupported, type Registered, registerPasskey, signInWithPasskey } from './webauthn.ts';
@@ -276,18 +276,7 @@ export function SignIn() {
               For first-run set-up and emergencies. The token is exchanged for a one-hour session and is not
               kept by the console.
             </p>
-            <Field label="Admin token">
-              {(id) => (
-                <input
-                  id={id}
-                  type="password"
-                  autoComplete="off"
-                  value={token}
-                  onChange={(e) => setToken(e.target.value)}
-                  required
-                />
-              )}
-            </Field>
+            <AdminTokenField token={token} setToken={setToken} />
             <ErrorBox error={error} />
             <button type="submit" className="primary" disabled={busy !== null}>
               Sign in with admin token

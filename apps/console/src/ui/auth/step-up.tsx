@@ -9,7 +9,7 @@ import { useQueryClient } from '@tanstack/react-query';
 import { type ReactNode, useCallback, useEffect, useRef, useState } from 'react';
 import { api, setStepUpHandler } from '../api/client.ts';
 import { messageOf } from '../api/errors.ts';
-import { Field, Modal } from '../components/ui.tsx';
+import { AdminTokenField, Modal } from '../components/ui.tsx';
 import { WHOAMI_KEY, type Whoami } from './session.tsx';
 import { stepUpWithPasskey } from './webauthn.ts';
 
@@ -100,18 +100,7 @@ export function StepUpProvider({ children }: { children: ReactNode }) {
             }}
           >
             <p>This action needs fresh proof. Enter the admin token again.</p>
-            <Field label="Admin token">
-              {(id) => (
-                <input
-                  id={id}
-                  type="password"
-                  autoComplete="off"
-                  value={token}
-                  onChange={(e) => setToken(e.target.value)}
-                  required
-                />
-              )}
-            </Field>
+            <AdminTokenField token={token} setToken={setToken} />
             {error ? (
               <p className="msg msg-error" role="alert">
                 {messageOf(error)}

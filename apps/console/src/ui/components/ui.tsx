@@ -104,6 +104,24 @@ export function Field({
   );
 }
 
+/** The admin token, typed in a password field (never autocompleted, never kept by the console). */
+export function AdminTokenField({ token, setToken }: { token: string; setToken: (v: string) => void }) {
+  return (
+    <Field label="Admin token">
+      {(id) => (
+        <input
+          id={id}
+          type="password"
+          autoComplete="off"
+          value={token}
+          onChange={(e) => setToken(e.target.value)}
+          required
+        />
+      )}
+    </Field>
+  );
+}
+
 export function CopyButton({ text, label = 'Copy' }: { text: string; label?: string }) {
   const [done, setDone] = useState(false);
   return (

@@ -13,7 +13,7 @@ import { api, saveBlob } from '../api/client.ts';
 import { RecoveryCodesShown } from '../auth/recovery-codes.tsx';
 import { isOwner, useSignedIn, WHOAMI_KEY } from '../auth/session.tsx';
 import { registerPasskey } from '../auth/webauthn.ts';
-import { ErrorBox, Field, Loading, Notice, Page } from '../components/ui.tsx';
+import { AdminTokenField, ErrorBox, Field, Loading, Notice, Page } from '../components/ui.tsx';
 
 export interface SetupState {
   keysReady: boolean;
@@ -87,18 +87,7 @@ function ClaimOwner({ onDone }: { onDone: () => void }) {
           />
         )}
       </Field>
-      <Field label="Admin token">
-        {(id) => (
-          <input
-            id={id}
-            type="password"
-            autoComplete="off"
-            value={token}
-            onChange={(e) => setToken(e.target.value)}
-            required
-          />
-        )}
-      </Field>
+      <AdminTokenField token={token} setToken={setToken} />
       <ErrorBox error={error} />
       <button type="submit" className="primary" disabled={busy}>
         Claim first owner with a passkey

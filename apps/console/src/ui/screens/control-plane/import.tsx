@@ -7,7 +7,8 @@
 import { useState } from 'react';
 import { api } from '../../api/client.ts';
 import { ErrorBox, Field, Notice } from '../../components/ui.tsx';
-import { readExportFile, readKeyText, signedFields } from './files.ts';
+import { BreakGlassKeyField, ExportFileField } from './file-fields.tsx';
+import { readKeyText, signedFields } from './files.ts';
 import type { ExportFile, ImportReply } from './types.ts';
 import { unsealInBrowser } from './unseal.ts';
 
@@ -76,26 +77,12 @@ export function ImportPanel({ onImported }: { onImported: () => void }) {
           void submit();
         }}
       >
-        <Field label="Export file to import (signed or sealed)">
-          {(id) => (
-            <input
-              id={id}
-              type="file"
-              accept=".json,application/json"
-              onChange={(e) => {
-                const f = e.target.files?.[0];
-                setFile(null);
-                setError(null);
-                if (f) void readExportFile(f).then(setFile, setError);
-              }}
-            />
-          )}
-        </Field>
-        {file ? (
-          <p className="muted">
-            {file.name}: a {file.kind === 'sealed' ? 'sealed' : 'signed'} export.
-          </p>
-        ) : null}
+        <ExportFileField
+          label="Export file to import (signed or sealed)"
+          file={file}
+          onFile={setFile}
+          onError={setError}
+        />
         <Field
           label="Signer public key of the exporting engine (.pub)"
           hint="The export is verified against this key: get it from the other engine's operator."
@@ -111,19 +98,10 @@ export function ImportPanel({ onImported }: { onImported: () => void }) {
           )}
         </Field>
         {file?.kind === 'sealed' ? (
-          <Field
+          <BreakGlassKeyField
             label="Break-glass secret key file (to open the sealed export)"
-            hint="Read here to open the export in this browser; never uploaded."
-          >
-            {(id, hint) => (
-              <input
-                id={id}
-                aria-describedby={hint}
-                type="file"
-                onChange={(e) => setKeyFile(e.target.files?.[0] ?? null)}
-              />
-            )}
-          </Field>
+            onKeyFile={setKeyFile}
+          />
         ) : null}
         <ErrorBox error={error} />
         <button type="submit" className="primary" disabled={busy || !file || !signerFile}>

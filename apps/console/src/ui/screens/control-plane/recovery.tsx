@@ -9,9 +9,10 @@
  * break-glass secret key file; the key never leaves the page.
  */
 import { useState } from 'react';
-import { ErrorBox, Field, formatTime, Notice } from '../../components/ui.tsx';
+import { AdminTokenField, ErrorBox, formatTime, Notice } from '../../components/ui.tsx';
 import { bare } from './bare.ts';
-import { readExportFile, readKeyText, signedFields } from './files.ts';
+import { BreakGlassKeyField, ExportFileField } from './file-fields.tsx';
+import { readKeyText, signedFields } from './files.ts';
 import { StatusView } from './status.tsx';
 import type { ApplyStagedReply, ControlPlaneStatus, ExportFile, RestoreReply } from './types.ts';
 import { unsealInBrowser } from './unseal.ts';
@@ -94,18 +95,7 @@ export function RecoveryPanel({ onChanged }: { onChanged?: () => void }) {
           void restore();
         }}
       >
-        <Field label="Admin token">
-          {(id) => (
-            <input
-              id={id}
-              type="password"
-              autoComplete="off"
-              value={token}
-              onChange={(e) => setToken(e.target.value)}
-              required
-            />
-          )}
-        </Field>
+        <AdminTokenField token={token} setToken={setToken} />
         <div className="row">
           <button
             type="button"
@@ -115,44 +105,15 @@ export function RecoveryPanel({ onChanged }: { onChanged?: () => void }) {
             Read the status with the token
           </button>
         </div>
-        <Field
+        <ExportFileField
           label="Export file (signed or sealed)"
           hint="The .json (or .sealed.json) the export download saved."
-        >
-          {(id, hint) => (
-            <input
-              id={id}
-              aria-describedby={hint}
-              type="file"
-              accept=".json,application/json"
-              onChange={(e) => {
-                const f = e.target.files?.[0];
-                setFile(null);
-                setError(null);
-                if (f) void readExportFile(f).then(setFile, setError);
-              }}
-            />
-          )}
-        </Field>
-        {file ? (
-          <p className="muted">
-            {file.name}: a {file.kind === 'sealed' ? 'sealed' : 'signed'} export.
-          </p>
-        ) : null}
+          file={file}
+          onFile={setFile}
+          onError={setError}
+        />
         {file?.kind === 'sealed' ? (
-          <Field
-            label="Break-glass secret key file"
-            hint="Read here to open the export in this browser; never uploaded."
-          >
-            {(id, hint) => (
-              <input
-                id={id}
-                aria-describedby={hint}
-                type="file"
-                onChange={(e) => setKeyFile(e.target.files?.[0] ?? null)}
-              />
-            )}
-          </Field>
+          <BreakGlassKeyField label="Break-glass secret key file" onKeyFile={setKeyFile} />
         ) : null}
         <ErrorBox error={error} />
         <div className="row">
