@@ -83,6 +83,8 @@ for (const backend of BACKENDS) {
     }
     t.equal(view.verdict, 'alive', 'a scheduled set flew');
     t.equal(view.destinations[0].last.trigger, 'schedule');
+    // The flights are readable as soon as they are stored; the listeners run just after.
+    while (!heard.includes('schedule') && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
     t.ok(heard.includes('schedule'), 'listeners heard the scheduled set');
     await e.app.close();
     const flights = (await e.app.canary.last().catch(() => null))?.destinations[0]?.flights.length;
