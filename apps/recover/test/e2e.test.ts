@@ -564,7 +564,7 @@ t.test('a doctored format version exits 6 (the specification requires it)', asyn
   const bucket = copyBucket(f, 'bucket-version');
   const manifest = join(bucket, 'jobs', 'nightly', 'runs', 'r1', 'manifest.json');
   const doc = JSON.parse(readFileSync(manifest, 'utf8'));
-  doc.formatVersion = '0.2.0';
+  doc.formatVersion = '0.3.0';
   writeFileSync(manifest, JSON.stringify(doc));
   for (const cmd of [
     ['verify', '--trust-unpinned-signer', '--from', bucket, '--run', 'r1', '--key', f.breakGlassKey],
@@ -590,7 +590,7 @@ t.test('a doctored format version exits 6 (the specification requires it)', asyn
   const list = await runCli(['inspect', '--from', bucket, '--json']);
   t.equal(list.code, 0, 'listing still works');
   const r1 = JSON.parse(list.stdout).runs.find((x: { runId: string }) => x.runId === 'r1');
-  t.equal(r1.formatVersion, '0.2.0', 'inspect shows the version it found');
+  t.equal(r1.formatVersion, '0.3.0', 'inspect shows the version it found');
   t.equal(r1.check.exitCode, 6);
 });
 

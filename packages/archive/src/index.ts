@@ -12,6 +12,17 @@
  * then each object's digest before decrypting it, and each record's plaintext SHA-384 as it streams.
  * Every failure has its own code naming the object. Secrets never appear in messages.
  */
+
+export {
+  type ChunkedBase,
+  type ChunkedRunSummary,
+  type ChunkedWriter,
+  type ChunkedWriterOptions,
+  createChunkedWriter,
+  type LoadChunkedBaseOptions,
+  loadChunkedBase,
+  type PackEvent,
+} from './chunked-writer.ts';
 export {
   ARCHIVE_ERROR_CODES,
   ARCHIVE_ERROR_REASONS,
@@ -20,6 +31,7 @@ export {
   isArchiveError,
   SPEC_FAILURE_REASONS,
 } from './errors.ts';
+export { CHUNK_PARAMS, type ChunkParams } from './internal/chunker.ts';
 export { MANIFEST_MAX_BYTES, SIGNATURE_MAX_BYTES } from './internal/manifest.ts';
 export { layout } from './layout.ts';
 export { listJobs, listRuns, openRun, readRunManifest } from './reader.ts';
@@ -29,9 +41,13 @@ export {
   type ArchiveSource,
   type ArchiveWriter,
   type ArchiveWriterOptions,
+  CHUNKED_FORMAT_VERSION,
+  type ChunkedManifestDocument,
+  type ChunkRef,
   FORMAT_NAME,
   FORMAT_VERSION,
   type IndexEntry,
+  isChunkedManifest,
   type ManifestDocument,
   type ManifestRecipient,
   type ManifestShard,
@@ -50,6 +66,7 @@ export {
   type RunListing,
   type RunSummary,
   type ShardEvent,
+  type ShardedManifestDocument,
   type VerifiedManifest,
   type VerifyChecks,
   type VerifyFailure,

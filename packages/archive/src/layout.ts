@@ -19,7 +19,7 @@ export function assertId(what: string, id: unknown): asserts id is string {
   }
 }
 
-/** Store keys of format 0.1. */
+/** Store keys of formats 0.1 and 0.2. */
 export const layout = {
   recoveryPrefix: '_RECOVERY/',
   formatPointer: '_RECOVERY/FORMAT',
@@ -43,5 +43,25 @@ export const layout = {
   },
   shard(job: string, runId: string, index: number): string {
     return `jobs/${job}/runs/${runId}/shards/${String(index).padStart(6, '0')}.bin`;
+  },
+  /** Format 0.2: every pack and pack index of a job, under every chunk key. */
+  packsPrefix(job: string): string {
+    return `jobs/${job}/packs/`;
+  },
+  /** Format 0.2: the packs of one chunk key. */
+  packDataPrefix(job: string, keyId: string): string {
+    return `jobs/${job}/packs/${keyId}/data/`;
+  },
+  /** Format 0.2: one pack (packId: 32 lower-case hex digits). */
+  pack(job: string, keyId: string, packId: string): string {
+    return `jobs/${job}/packs/${keyId}/data/${packId.slice(0, 2)}/${packId}.bin`;
+  },
+  /** Format 0.2: the pack indexes of one chunk key. */
+  packIndexPrefix(job: string, keyId: string): string {
+    return `jobs/${job}/packs/${keyId}/index/`;
+  },
+  /** Format 0.2: one pack index (indexId: 32 lower-case hex digits). */
+  packIndex(job: string, keyId: string, indexId: string): string {
+    return `jobs/${job}/packs/${keyId}/index/${indexId}.bin`;
   },
 } as const;

@@ -21,6 +21,7 @@ import {
   verify,
 } from '@coffer/crypto';
 import type { ObjectStore } from '@coffer/objectstore';
+import { ChunkedRunReader, unwrapChunkKey } from './chunked-reader.ts';
 import { ArchiveError } from './errors.ts';
 import { BufferPool } from './internal/buffer-pool.ts';
 import { bytesEqual, utf8Decode } from './internal/bytes.ts';
@@ -54,6 +55,7 @@ import type {
   VerifiedManifest,
   VerifyChecks,
 } from './types.ts';
+import { isChunkedManifest, type ShardedManifestDocument } from './types.ts';
 
 const MANIFEST_PATH = /^jobs\/([^/]+)\/runs\/([^/]+)\/manifest\.json$/;
 
@@ -142,7 +144,7 @@ export async function readRunManifest(
   ) {
     throw new ArchiveError('ERR_ARCHIVE_UNSUPPORTED_VERSION', {
       object: key,
-      detail: `format ${JSON.stringify(loose.formatVersion.slice(0, 32))}; this reader implements 0.1`,
+      detail: `format ${JSON.stringify(loose.formatVersion.slice(0, 32))}; this reader implements 0.1 and 0.2`,
     });
   }
 
@@ -250,16 +252,20 @@ class RunReader implements OpenedRun {
   private readonly key: Uint8Array;
   private indexBytes: Uint8Array | null = null;
 
+  /** The 0.1 manifest (openVerified hands 0.2 runs to ChunkedRunReader). */
+  private readonly doc: ShardedManifestDocument;
+
   constructor(store: ObjectStore, manifest: VerifiedManifest, key: Uint8Array, codec: FrameCodec) {
     this.store = store;
     this.manifest = manifest;
     this.key = key;
-    this.shards = new ShardSource(store, manifest.document, key, codec);
+    this.doc = manifest.document as ShardedManifestDocument;
+    this.shards = new ShardSource(store, this.doc, key, codec);
   }
 
   private async loadIndex(): Promise<Uint8Array> {
     if (this.indexBytes) return this.indexBytes;
-    const doc = this.manifest.document;
+    const doc = this.doc;
     const object = layout.index(doc.job, doc.runId);
     const bytes = await getObject(this.store, object, {
       maxBytes: doc.index.size,
@@ -278,7 +284,7 @@ class RunReader implements OpenedRun {
   }
 
   async *records(): AsyncIterable<IndexEntry> {
-    const doc = this.manifest.document;
+    const doc = this.doc;
     const object = layout.index(doc.job, doc.runId);
     const bytes = await this.loadIndex();
     const tampered = (detail: string) => new ArchiveError('ERR_ARCHIVE_INDEX_TAMPERED', { object, detail });
@@ -381,7 +387,7 @@ class RunReader implements OpenedRun {
    * shard i is reported before a fault in shard i + 1. Memory: `ahead + 1` shard buffers.
    */
   async verifyAll(checks: VerifyChecks): Promise<void> {
-    const doc = this.manifest.document;
+    const doc = this.doc;
     const shards = this.shards;
     const n = doc.shards.length;
     const ahead = shards.codec.parallel + 1;
@@ -513,11 +519,11 @@ class RunReader implements OpenedRun {
   }
 
   readRecords(entries: readonly IndexEntry[], options?: RecordsReadOptions): AsyncIterable<RecordRead> {
-    return readRecordsPipelined(this.manifest.document, this.shards, entries, options);
+    return readRecordsPipelined(this.doc, this.shards, entries, options);
   }
 
   async *readRecord(entry: IndexEntry): AsyncIterable<Uint8Array> {
-    const doc = this.manifest.document;
+    const doc = this.doc;
     const hash = createHash('sha384');
     let left = entry.size;
     let shard = entry.shard;
@@ -559,9 +565,13 @@ export async function openVerified(
   manifest: VerifiedManifest,
   secretKey: Uint8Array,
   workers?: number,
-): Promise<RunReader> {
+): Promise<RunReader | ChunkedRunReader> {
   if (!(secretKey instanceof Uint8Array))
     throw new ArchiveError('ERR_ARCHIVE_INVALID_ARGUMENT', { detail: 'secretKey must be a Uint8Array' });
+  if (isChunkedManifest(manifest.document)) {
+    const keys = await unwrapChunkKey(manifest.document, manifest.key, secretKey);
+    return new ChunkedRunReader(store, manifest, keys, workers);
+  }
   const doc = manifest.document;
   let key: Uint8Array;
   try {

@@ -133,7 +133,7 @@ export async function readRecoverySigner(store: ObjectStore): Promise<Uint8Array
  */
 export async function writeRecoveryFiles(
   store: ObjectStore,
-  options: { signerPublicKey: Uint8Array },
+  options: { signerPublicKey: Uint8Array; formatVersion?: string },
 ): Promise<void> {
   let signer: string;
   let keyFile: string;
@@ -147,7 +147,7 @@ export async function writeRecoveryFiles(
     });
   }
   const pointer = utf8(
-    `${canonicalJson({ format: FORMAT_NAME, formatVersion: FORMAT_VERSION, layout: LAYOUT, reader: 'coffer-recover', signer })}\n`,
+    `${canonicalJson({ format: FORMAT_NAME, formatVersion: options.formatVersion ?? FORMAT_VERSION, layout: LAYOUT, reader: 'coffer-recover', signer })}\n`,
   );
   const files: [string, Uint8Array, string][] = [
     [layout.formatPointer, pointer, 'application/json'],

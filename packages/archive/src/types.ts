@@ -5,8 +5,10 @@
 import type { Digest, WrappedKey } from '@coffer/crypto';
 import type { ObjectStore } from '@coffer/objectstore';
 
-/** The archive format this package writes, and the only major.minor (0.1) it reads. */
+/** The format `createArchiveWriter` writes (0.1: one self-contained copy per run). */
 export const FORMAT_VERSION = '0.1.0';
+/** The format `createChunkedWriter` writes (0.2: incremental, deduplicated runs; §12 of the format document). */
+export const CHUNKED_FORMAT_VERSION = '0.2.0';
 /** The `format` field of every archive JSON document. */
 export const FORMAT_NAME = 'coffer-archive';
 
@@ -55,6 +57,12 @@ export interface RecordInput {
   size?: number;
   /** Record bytes: whole, or streamed (e.g. range reads of a large object). */
   body: Uint8Array | AsyncIterable<Uint8Array>;
+  /**
+   * Chunked writer only: the source's change token (files: inode, size, times; S3 and Redis: the
+   * version the source reports). When the base run holds a record of the same name, size and
+   * token, its chunks are referenced and `body` is never read.
+   */
+  change?: string;
 }
 
 /** What `addRecord` returns once the record's bytes are all in the shard stream. */
@@ -223,8 +231,8 @@ export interface ManifestRecipient extends WrappedKey {
   role: 'operational' | 'break-glass';
 }
 
-/** The root manifest document (manifest.json), exactly as signed. */
-export interface ManifestDocument {
+/** The root manifest document of a 0.1 run (manifest.json), exactly as signed. */
+export interface ShardedManifestDocument {
   format: typeof FORMAT_NAME;
   formatVersion: string;
   job: string;
@@ -241,20 +249,69 @@ export interface ManifestDocument {
   totals: { records: number; bytes: number };
 }
 
+/** The root manifest document of a 0.2 run (docs/archive-format.md §12.6), exactly as signed. */
+export interface ChunkedManifestDocument {
+  format: typeof FORMAT_NAME;
+  formatVersion: string;
+  job: string;
+  runId: string;
+  prevRunId: string | null;
+  startedAt: string;
+  sealedAt: string;
+  source: ArchiveSource;
+  signer: { fingerprint: Digest; publicKey: string };
+  /** The job's chunk key, wrapped for each recipient. */
+  recipients: ManifestRecipient[];
+  /** keyId of the chunk key (32 hex digits). */
+  chunkKey: string;
+  chunking: { minSize: number; avgSize: number; maxSize: number; packSize: number };
+  index: { size: number; sha384: Digest; chunks: number };
+  totals: {
+    records: number;
+    bytes: number;
+    /** Chunk references over all records. */
+    chunks: number;
+    /** Chunks this run stored (the rest were stored by earlier runs). */
+    newChunks: number;
+    /** Plaintext bytes this run stored. */
+    newBytes: number;
+    /** Packs the run's chunks are in. */
+    packs: number;
+  };
+}
+
+/** A run's root manifest: format 0.1 (shards) or 0.2 (chunks and packs). */
+export type ManifestDocument = ShardedManifestDocument | ChunkedManifestDocument;
+
+/** True for a 0.2 (chunked) manifest. */
+export function isChunkedManifest(doc: ManifestDocument): doc is ChunkedManifestDocument {
+  return (doc as { chunkKey?: unknown }).chunkKey !== undefined;
+}
+
+/** One chunk of a 0.2 record: its keyed id (64 hex digits) and plaintext length. */
+export interface ChunkRef {
+  id: string;
+  length: number;
+}
+
 /** One record of the sealed index, as the reader returns it. */
 export interface IndexEntry {
   seq: number;
   name: string;
   size: number;
   sha384: Digest;
-  /** Shard holding the record's first byte. */
+  /** 0.1: shard holding the record's first byte. 0.2: -1 (the record is `chunks`). */
   shard: number;
-  /** Offset of that byte in the shard's plaintext. */
+  /** 0.1: offset of that byte in the shard's plaintext. 0.2: -1. */
   offset: number;
   sourceType: string;
   binding: string;
   namespace: string;
   metadata: RecordMetadata;
+  /** 0.2: the record's chunks in order (their lengths sum to `size`). */
+  chunks?: ChunkRef[];
+  /** 0.2: the source's change token, when it gave one. */
+  change?: string;
 }
 
 /** A run found under `jobs/`. */

@@ -3,10 +3,11 @@
  * recovered, and `coffer-recover verify`.
  */
 import type { ObjectStore } from '@coffer/objectstore';
+import { ChunkedRunReader } from './chunked-reader.ts';
 import { ArchiveError } from './errors.ts';
 import { assertRuntime } from './internal/runtime.ts';
 import { openVerified, readRunManifest } from './reader.ts';
-import type { VerifyChecks, VerifyRunOptions, VerifyVerdict } from './types.ts';
+import type { ShardedManifestDocument, VerifyChecks, VerifyRunOptions, VerifyVerdict } from './types.ts';
 
 /**
  * Reads the whole run back and checks everything: format version, signature (and pin), key
@@ -36,7 +37,12 @@ export async function verifyRun(store: ObjectStore, options: VerifyRunOptions): 
     checks.signerPinned = manifest.signerPinned;
     const run = await openVerified(store, manifest, options.secretKey, options.workers);
     checks.keyUnwrapped = true;
-    const doc = manifest.document;
+    if (run instanceof ChunkedRunReader) {
+      // 0.2: every record's chunks (pack digest, tag, chunk id) and plaintext, and the pack references.
+      await run.verifyAll(checks, options.onProgress);
+      return { ok: true, job, runId: options.runId, checks };
+    }
+    const doc = run.manifest.document as ShardedManifestDocument;
     let bytesDone = 0;
     run.shards.onVerified = (_i, plainSize) => {
       checks.shards++;

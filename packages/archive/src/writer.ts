@@ -10,20 +10,25 @@
  * number of frames in flight, whatever the record or run size (the index lines, about 200 bytes per
  * record, are the only state that grows with the run).
  */
-import { fingerprint, fromBase64Url, randomBytes, wrapKey } from '@coffer/crypto';
+import { fromBase64Url, randomBytes } from '@coffer/crypto';
 import { ArchiveError } from './errors.ts';
 import { openCheckpoint } from './internal/checkpoint.ts';
 import { frameCodec } from './internal/codec-pool.ts';
-import { dataKeyAad, isSupportedVersion } from './internal/manifest.ts';
+import { dataKeyAad, isChunkedVersion, isSupportedVersion } from './internal/manifest.ts';
 import { RunWriter } from './internal/run-writer.ts';
 import { assertRuntime } from './internal/runtime.ts';
 import { headObject } from './internal/store.ts';
-import { checkSource, clampShardSize, invalid, signerKeys } from './internal/writer-input.ts';
+import {
+  checkSource,
+  clampShardSize,
+  invalid,
+  signerKeys,
+  wrapForRecipients,
+} from './internal/writer-input.ts';
 import { assertId, layout } from './layout.ts';
 import type {
   ArchiveWriter,
   ArchiveWriterOptions,
-  ManifestRecipient,
   ResumeArchiveWriterOptions,
   ResumePoint,
 } from './types.ts';
@@ -45,42 +50,15 @@ export async function createArchiveWriter(options: ArchiveWriterOptions): Promis
   if (prevRunId !== null) assertId('prevRunId', prevRunId);
   const source = checkSource(options.source);
   const signer = signerKeys(options.signerSecretKey);
-  const op = options.recipients?.operational;
-  const bg = options.recipients?.breakGlass;
-  if (!(op instanceof Uint8Array) || !(bg instanceof Uint8Array)) {
-    throw invalid('recipients.operational and recipients.breakGlass must be Uint8Array public keys');
-  }
   const maxShards = options.maxShards ?? MAX_SHARDS;
   if (!Number.isSafeInteger(maxShards) || maxShards < 1 || maxShards > MAX_SHARDS)
     throw invalid('maxShards out of range');
   const shardSize = clampShardSize(options.shardSize);
-  let opFp: string;
-  let bgFp: string;
-  try {
-    opFp = fingerprint(op);
-    bgFp = fingerprint(bg);
-  } catch (e) {
-    throw invalid('malformed recipient public key', e);
-  }
-  if (opFp === bgFp) throw invalid('the operational and break-glass recipients must be different keys');
   if ((await headObject(store, layout.manifest(job, runId))) !== null) {
     throw invalid(`run ${job}/${runId} is already sealed in this destination`);
   }
   const dataKey = randomBytes(32);
-  let wrapped: Awaited<ReturnType<typeof wrapKey>>;
-  try {
-    wrapped = await wrapKey(dataKey, [op, bg], dataKeyAad(job, runId));
-  } catch (e) {
-    throw invalid('recipient public keys cannot be used for wrapping', e);
-  }
-  const recipients: ManifestRecipient[] = wrapped.map((w) => ({
-    role: w.recipient === opFp ? 'operational' : 'break-glass',
-    recipient: w.recipient,
-    capsule: w.capsule,
-  }));
-  if (recipients.filter((r) => r.role === 'operational').length !== 1 || recipients.length !== 2) {
-    throw new ArchiveError('ERR_ARCHIVE_INTERNAL', { detail: 'key wrapping returned unexpected recipients' });
-  }
+  const recipients = await wrapForRecipients(options.recipients, dataKey, dataKeyAad(job, runId));
   const now = options.now ?? (() => new Date());
   return new RunWriter({
     store,
@@ -96,7 +74,7 @@ export async function createArchiveWriter(options: ArchiveWriterOptions): Promis
     recipients,
     signerSecretKey: signer.secret,
     signerPublicKey: signer.public,
-    operationalPublicKey: op,
+    operationalPublicKey: options.recipients.operational,
     onShard: options.onShard,
     beforeCommit: options.beforeCommit,
     writeRecovery: options.writeRecovery ?? true,
@@ -123,7 +101,7 @@ export async function resumeArchiveWriter(
     options.operationalSecretKey,
     signer.secret,
   );
-  if (!isSupportedVersion(state.formatVersion)) {
+  if (!isSupportedVersion(state.formatVersion) || isChunkedVersion(state.formatVersion)) {
     throw new ArchiveError('ERR_ARCHIVE_CHECKPOINT_UNREADABLE', {
       detail: 'checkpoint written by another format version',
     });

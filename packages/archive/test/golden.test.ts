@@ -190,7 +190,7 @@ const cases: [string, (root: string) => void, string][] = [
     'doctor the format version',
     (r) => {
       const f = join(r, RUN, 'manifest.json');
-      writeFileSync(f, readFileSync(f, 'utf8').replace('"formatVersion":"0.1.0"', '"formatVersion":"0.2.0"'));
+      writeFileSync(f, readFileSync(f, 'utf8').replace('"formatVersion":"0.1.0"', '"formatVersion":"0.3.0"'));
     },
     `ERR_ARCHIVE_UNSUPPORTED_VERSION ${RUN}/manifest.json`,
   ],

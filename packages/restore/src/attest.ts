@@ -15,7 +15,13 @@
  * signatures, listings and object sizes), so an attestation can run with the break-glass key
  * offline and the operational key absent.
  */
-import { isArchiveError, layout, readRunManifest, type VerifiedManifest } from '@coffer/archive';
+import {
+  isArchiveError,
+  isChunkedManifest,
+  layout,
+  readRunManifest,
+  type VerifiedManifest,
+} from '@coffer/archive';
 import type { ObjectStore } from '@coffer/objectstore';
 
 export interface AttestOptions {
@@ -120,8 +126,11 @@ export async function attestRun(store: ObjectStore, options: AttestOptions): Pro
   try {
     const present = new Map<string, number>();
     for await (const o of store.listAll(layout.shardsPrefix(doc.job, doc.runId))) present.set(o.key, o.size);
-    out.completeness.shards = doc.shards.length;
-    doc.shards.forEach((s, i) => {
+    // A 0.2 run owns no shards: its chunks live in the job's packs, which only a key holder can
+    // enumerate (the sealed index names them), so completeness without a key is the index.
+    const shards = isChunkedManifest(doc) ? [] : doc.shards;
+    out.completeness.shards = shards.length;
+    shards.forEach((s, i) => {
       const size = present.get(layout.shard(doc.job, doc.runId, i));
       if (size === undefined) out.completeness.missing.push(i);
       else if (size !== s.size) out.completeness.sizeMismatch.push(i);

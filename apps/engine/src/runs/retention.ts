@@ -40,7 +40,7 @@
  * still delete are deleted, so the latest good copy, pins and the keep rules of the moment win.
  */
 import { randomBytes } from 'node:crypto';
-import { layout, listRuns, readRunManifest } from '@coffer/archive';
+import { isChunkedManifest, layout, listRuns, readRunManifest } from '@coffer/archive';
 import type { ObjectStore } from '@coffer/objectstore';
 import type { RunRecord, State } from '@coffer/state';
 import { jobDestinations } from '../jobs/index.ts';
@@ -305,7 +305,8 @@ export async function pruneJob(deps: PruneDeps, job: RunJob): Promise<PruneResul
           runId: l.runId,
           time: Number.isFinite(time) ? time : (runIdTime(l.runId) ?? 0),
           verified: true,
-          shardSizes: m.document.shards.map((x) => x.size),
+          // A 0.2 run owns no shards (its chunks are in the job's packs): its own objects are the index.
+          shardSizes: isChunkedManifest(m.document) ? [] : m.document.shards.map((x) => x.size),
           indexSize: m.document.index.size,
         });
         if (!rec) out.adopted.push(l.runId);

@@ -22,7 +22,7 @@
  * or tampered manifest is never adopted.
  */
 import { createHash, type Hash } from 'node:crypto';
-import { layout, readRunManifest } from '@coffer/archive';
+import { isChunkedManifest, layout, readRunManifest } from '@coffer/archive';
 import type { ObjectStore } from '@coffer/objectstore';
 import type { RunRecord } from '@coffer/state';
 import {
@@ -124,7 +124,10 @@ export async function archivePresent(
     const manifest = await readRunManifest(store, { job, runId, signerPublicKey });
     const sizes = new Map<string, number>();
     for await (const o of store.listAll(layout.shardsPrefix(job, runId))) sizes.set(o.key, o.size);
-    return manifest.document.shards.every((s, i) => sizes.get(layout.shard(job, runId, i)) === s.size);
+    const doc = manifest.document;
+    // A 0.2 run owns only its index (its chunks are in the job's packs, checked on read-back).
+    if (isChunkedManifest(doc)) return (await store.head(layout.index(job, runId)))?.size === doc.index.size;
+    return doc.shards.every((s, i) => sizes.get(layout.shard(job, runId, i)) === s.size);
   } catch {
     return false;
   }

@@ -9,7 +9,13 @@
  * Exit 0 only if every check performed passed; otherwise the exit code of the first failure (3 for
  * a tampered or missing object, 4 key, 6 format version, 8 signer not pinned), naming its object.
  */
-import { verifyRun as archiveVerify, layout, readRunManifest, type VerifyVerdict } from '@coffer/archive';
+import {
+  verifyRun as archiveVerify,
+  isChunkedManifest,
+  layout,
+  readRunManifest,
+  type VerifyVerdict,
+} from '@coffer/archive';
 import { createSha384, type Digest, formatDigest } from '@coffer/crypto';
 import type { ObjectStore } from '@coffer/objectstore';
 import { RecoverError } from '../errors.ts';
@@ -100,7 +106,10 @@ async function verifyWithoutKey(
       throw toRecoverError(e, runLabel);
     });
     const doc = manifest.document;
-    const objects: { key: string; size: number; sha384: Digest; what: string }[] = doc.shards.map((s, i) => ({
+    // A 0.2 run's chunks are in the job's packs, named only inside its sealed index: without a key
+    // the signed index is what can be checked (the note below says so).
+    const shards = isChunkedManifest(doc) ? [] : doc.shards;
+    const objects: { key: string; size: number; sha384: Digest; what: string }[] = shards.map((s, i) => ({
       key: layout.shard(doc.job, doc.runId, i),
       size: s.size,
       sha384: s.sha384,
@@ -161,7 +170,9 @@ async function verifyWithoutKey(
       [
         `${runLabel} (job ${doc.job}): ok (sealed objects only; records not decrypted without --key)`,
         `  format ${doc.formatVersion}, signature${manifest.signerPinned ? ' (pinned signer)' : ''} verified`,
-        `  ${doc.shards.length} shards and the index, ${size(total)}, matched the signed SHA-384s`,
+        isChunkedManifest(doc)
+          ? `  the index, ${size(total)}, matched the signed SHA-384 (format 0.2: packs are checked with --key)`
+          : `  ${doc.shards.length} shards and the index, ${size(total)}, matched the signed SHA-384s`,
       ],
     );
     return EXIT.OK;

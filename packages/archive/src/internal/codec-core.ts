@@ -1,6 +1,7 @@
 /**
  * The sealed frame of format 0.1 (docs/archive-format.md "Sealed frame"), used for shards (magic
- * `CFSH`, nonce domain 0) and record-index chunks (magic `CFIX`, nonce domain 1):
+ * `CFSH`, nonce domain 0), record-index chunks (magic `CFIX`, nonce domain 1) and, in format 0.2,
+ * packs (magic `CFPK`, nonce domain 2; docs/archive-format.md §12.4):
  *
  *   frame  = header(32) || ciphertext(storedLength) || tag(16)
  *   header = magic(4) || major(1)=0 || minor(1)=1 || flags(1) || reserved(1)=0 || seq(u32 BE)
@@ -114,6 +115,7 @@ export function codecCore(crypto: typeof NodeCrypto, zlib: typeof NodeZlib): Cod
   const MAGICS = [
     [0x43, 0x46, 0x53, 0x48], // "CFSH"
     [0x43, 0x46, 0x49, 0x58], // "CFIX"
+    [0x43, 0x46, 0x50, 0x4b], // "CFPK" (format 0.2 packs)
   ];
   const LABEL = Buffer.from('coffer/archive/v0.1/frame', 'latin1');
   const PIECE = 256 * 1024; // the cipher runs fastest fed 64-256 KiB pieces

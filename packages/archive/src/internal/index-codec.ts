@@ -4,10 +4,11 @@
  * order. The lines are cut into chunks of at most 1 MiB (never inside a line), and each chunk is a
  * sealed frame (nonce domain 1) of index.bin.
  */
-import { canonicalJson, type Digest, parseDigest } from '@coffer/crypto';
+import { canonicalJson, type Digest } from '@coffer/crypto';
 import { ArchiveError } from '../errors.ts';
 import { FORMAT_VERSION, type IndexEntry, type RecordMetadata } from '../types.ts';
 import { utf8 } from './bytes.ts';
+import { isCount, isDigest, isObject } from './json-checks.ts';
 
 export const INDEX_FORMAT = 'coffer-archive-index';
 export const INDEX_CHUNK_BYTES = 1024 * 1024;
@@ -112,28 +113,27 @@ export function indexChunks(lines: Iterable<string>): Uint8Array[] {
   return chunks;
 }
 
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-function isCount(v: unknown): v is number {
-  return typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
-}
-
-/** Validates one parsed entry line; throws ERR_ARCHIVE_INDEX_TAMPERED naming the index object. */
-export function toEntry(value: unknown, seq: number, object: string): IndexEntry {
-  const bad = (what: string) =>
-    new ArchiveError('ERR_ARCHIVE_INDEX_TAMPERED', { object, detail: `record ${seq}: ${what}` });
+/**
+ * The fields 0.1 and 0.2 record lines share (name, size, digest, source fields, metadata), checked;
+ * throws `bad(what)`.
+ */
+export function commonEntryFields(
+  value: unknown,
+  bad: (what: string) => ArchiveError,
+): Record<string, unknown> & {
+  name: string;
+  size: number;
+  sha384: Digest;
+  sourceType: string;
+  binding: string;
+  namespace: string;
+  metadata: RecordMetadata;
+} {
   if (!isObject(value)) throw bad('not an object');
-  const { name, size, sha384, shard, offset, sourceType, binding, namespace, metadata } = value;
+  const { name, size, sha384, sourceType, binding, namespace, metadata } = value;
   if (typeof name !== 'string' || name.length === 0) throw bad('bad name');
-  if (!isCount(size) || !isCount(shard) || !isCount(offset)) throw bad('bad size or location');
-  if (typeof sha384 !== 'string') throw bad('bad digest');
-  try {
-    if (parseDigest(sha384).length !== 48) throw bad('bad digest');
-  } catch {
-    throw bad('bad digest');
-  }
+  if (!isCount(size)) throw bad('bad size or location');
+  if (!isDigest(sha384)) throw bad('bad digest');
   if (typeof sourceType !== 'string' || typeof binding !== 'string' || typeof namespace !== 'string') {
     throw bad('bad source fields');
   }
@@ -142,16 +142,25 @@ export function toEntry(value: unknown, seq: number, object: string): IndexEntry
     if (v !== null && typeof v !== 'string' && typeof v !== 'number' && typeof v !== 'boolean')
       throw bad('bad metadata');
   }
+  return value as ReturnType<typeof commonEntryFields>;
+}
+
+/** Validates one parsed entry line; throws ERR_ARCHIVE_INDEX_TAMPERED naming the index object. */
+export function toEntry(value: unknown, seq: number, object: string): IndexEntry {
+  const bad = (what: string) =>
+    new ArchiveError('ERR_ARCHIVE_INDEX_TAMPERED', { object, detail: `record ${seq}: ${what}` });
+  const v = commonEntryFields(value, bad);
+  if (!isCount(v.shard) || !isCount(v.offset)) throw bad('bad size or location');
   return {
     seq,
-    name,
-    size,
-    sha384: sha384 as Digest,
-    shard,
-    offset,
-    sourceType,
-    binding,
-    namespace,
-    metadata: metadata as RecordMetadata,
+    name: v.name,
+    size: v.size,
+    sha384: v.sha384,
+    shard: v.shard,
+    offset: v.offset,
+    sourceType: v.sourceType,
+    binding: v.binding,
+    namespace: v.namespace,
+    metadata: v.metadata,
   };
 }

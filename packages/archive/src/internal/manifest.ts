@@ -2,11 +2,17 @@
  * The root manifest (manifest.json) and its signature envelope (manifest.sig) of format 0.1.
  * docs/archive-format.md "Root manifest" and "Signature" are normative.
  */
-import { canonicalJson, type Digest, parseDigest } from '@coffer/crypto';
+import { canonicalJson, type Digest } from '@coffer/crypto';
 import { ArchiveError } from '../errors.ts';
 import { isValidId } from '../layout.ts';
-import { FORMAT_NAME, type ManifestDocument } from '../types.ts';
+import {
+  type ChunkedManifestDocument,
+  FORMAT_NAME,
+  type ManifestDocument,
+  type ShardedManifestDocument,
+} from '../types.ts';
 import { concatBytes, lengthPrefixed, utf8 } from './bytes.ts';
+import { isCount, isDigest, isObject } from './json-checks.ts';
 
 /** Context string of the manifest signature (domain separation from every other signature). */
 export const MANIFEST_SIGNATURE_CONTEXT = 'coffer/archive/manifest/v0.1';
@@ -27,9 +33,19 @@ export function dataKeyAad(job: string, runId: string): Uint8Array {
   return concatBytes(utf8('coffer/archive/v0.1/data-key'), lengthPrefixed(job), lengthPrefixed(runId));
 }
 
-/** True when `v` is a format version this reader implements: 0.1 at any patch. */
+/** The associated data under which a 0.2 run's chunk key is wrapped (docs/archive-format.md §12.2). */
+export function chunkKeyAad(job: string, keyId: string): Uint8Array {
+  return concatBytes(utf8('coffer/archive/v0.2/chunk-key'), lengthPrefixed(job), lengthPrefixed(keyId));
+}
+
+/** True when `v` is a format version this reader implements: 0.1 or 0.2 at any patch. */
 export function isSupportedVersion(v: unknown): boolean {
-  return typeof v === 'string' && /^0\.1\.(0|[1-9][0-9]{0,8})$/.test(v);
+  return typeof v === 'string' && /^0\.[12]\.(0|[1-9][0-9]{0,8})$/.test(v);
+}
+
+/** True for a 0.2 version string (the chunked line). */
+export function isChunkedVersion(v: unknown): boolean {
+  return typeof v === 'string' && /^0\.2\.(0|[1-9][0-9]{0,8})$/.test(v);
 }
 
 export interface SignatureDocument {
@@ -43,20 +59,6 @@ export interface SignatureDocument {
   signature: string;
 }
 
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-function isCount(v: unknown): v is number {
-  return typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
-}
-function isDigest(v: unknown): v is Digest {
-  if (typeof v !== 'string') return false;
-  try {
-    return parseDigest(v).length === 48;
-  } catch {
-    return false;
-  }
-}
 function isTime(v: unknown): v is string {
   return typeof v === 'string' && !Number.isNaN(Date.parse(v));
 }
@@ -87,6 +89,7 @@ export function validateManifest(v: unknown, object: string): ManifestDocument {
     if (!isObject(r) || (r.role !== 'operational' && r.role !== 'break-glass')) throw bad('recipients.role');
     if (!isDigest(r.recipient) || typeof r.capsule !== 'string') throw bad('recipients');
   }
+  if (isChunkedVersion(v.formatVersion)) return validateChunked(v, bad);
   if (!isCount(v.shardSize) || v.shardSize === 0) throw bad('shardSize');
   if (!Array.isArray(v.shards) || v.shards.length === 0) throw bad('shards');
   for (const sh of v.shards) {
@@ -105,7 +108,34 @@ export function validateManifest(v: unknown, object: string): ManifestDocument {
   }
   const t = v.totals;
   if (!isObject(t) || !isCount(t.records) || !isCount(t.bytes)) throw bad('totals');
-  return v as unknown as ManifestDocument;
+  return v as unknown as ShardedManifestDocument;
+}
+
+const HEX32 = /^[0-9a-f]{32}$/;
+
+/** The 0.2 fields (§12.6): no shards; the chunk key id, chunking parameters and chunk totals. */
+function validateChunked(
+  v: Record<string, unknown>,
+  bad: (field: string) => ArchiveError,
+): ChunkedManifestDocument {
+  if ('shards' in v || 'shardSize' in v) throw bad('shards');
+  if (typeof v.chunkKey !== 'string' || !HEX32.test(v.chunkKey)) throw bad('chunkKey');
+  const c = v.chunking;
+  if (!isObject(c) || ![c.minSize, c.avgSize, c.maxSize, c.packSize].every((n) => isCount(n) && n > 0))
+    throw bad('chunking');
+  const ix = v.index;
+  if (!isObject(ix) || !isCount(ix.size) || !isDigest(ix.sha384) || !isCount(ix.chunks) || ix.chunks === 0) {
+    throw bad('index');
+  }
+  const t = v.totals;
+  if (
+    !isObject(t) ||
+    ![t.records, t.bytes, t.chunks, t.newChunks, t.newBytes, t.packs].every(isCount) ||
+    (t.newChunks as number) > (t.chunks as number) ||
+    (t.newBytes as number) > (t.bytes as number)
+  )
+    throw bad('totals');
+  return v as unknown as ChunkedManifestDocument;
 }
 
 export function validateSignature(v: unknown, object: string): SignatureDocument {

@@ -21,7 +21,12 @@
 import { parseDigest } from '@coffer/crypto';
 import { ArchiveError } from '../errors.ts';
 import { layout } from '../layout.ts';
-import type { IndexEntry, ManifestDocument, RecordRead, RecordsReadOptions } from '../types.ts';
+import type {
+  IndexEntry,
+  ShardedManifestDocument as ManifestDocument,
+  RecordRead,
+  RecordsReadOptions,
+} from '../types.ts';
 import { BufferPool } from './buffer-pool.ts';
 import { bytesEqual } from './bytes.ts';
 import { type FrameCodec, inlineCodec } from './codec-pool.ts';

@@ -1,20 +1,4 @@
-/**
- * The commit step of the archive writer (docs/archive-format.md, "Write (seal)" steps 5-9), run
- * once every shard is stored: refuse a misordered shard list (ERR_ARCHIVE_SHARD_ID_OVERFLOW) or one
- * the store does not list back with the exact sizes (ERR_ARCHIVE_TRUNCATED), seal and store the
- * record index, sign the canonical-JSON manifest, store the signature and then the manifest (the
- * commit point), then `_RECOVERY/`. Nothing is signed unless every shard was listed back.
- */
-import { createHash } from 'node:crypto';
-import {
-  canonicalJsonBytes,
-  type Digest,
-  fingerprint,
-  formatDigest,
-  sha384,
-  sign,
-  toBase64Url,
-} from '@coffer/crypto';
+import { canonicalJsonBytes, fingerprint, formatDigest, sha384, sign, toBase64Url } from '@coffer/crypto';
 import { ArchiveError } from '../errors.ts';
 import { layout } from '../layout.ts';
 import { writeRecoveryFiles } from '../recovery.ts';
@@ -25,10 +9,13 @@ import {
   type ManifestShard,
   type RunSummary,
 } from '../types.ts';
-import { core } from './codec-pool.ts';
-import { headerLine, indexChunks } from './index-codec.ts';
+import { headerLine } from './index-codec.ts';
 import { MANIFEST_SIGNATURE_CONTEXT, SIGNATURE_FORMAT, type SignatureDocument } from './manifest.ts';
+import { type SealedIndex, sealLines } from './sealed-lines.ts';
 import { deleteObject, listObjects, putObject } from './store.ts';
+
+export type { SealedIndex };
+
 import type { WriterConfig } from './writer-config.ts';
 
 export interface CommitInput {
@@ -48,14 +35,6 @@ export interface CommitInput {
   index: SealedIndex;
 }
 
-export interface SealedIndex {
-  /** index.bin: the frames one after the other. */
-  bytes: Uint8Array;
-  size: number;
-  digest: Digest;
-  chunks: number;
-}
-
 /** Seals the record index (index.bin) of `lines`, on the calling thread. */
 export function sealIndex(
   cfg: WriterConfig,
@@ -64,27 +43,14 @@ export function sealIndex(
   runTag: Uint8Array,
   salt: Uint8Array,
 ): SealedIndex {
-  const chunks = indexChunks([headerLine(cfg.job, cfg.runId, lines.length), ...lines]);
-  const frames: Uint8Array[] = [];
-  const hash = createHash('sha384');
-  for (let i = 0; i < chunks.length; i++) {
-    const r = core.sealFrame({
-      domain: 1,
-      seq: i,
-      final: i === chunks.length - 1,
-      plain: chunks[i]!,
-      compress: cfg.compress,
-      key: cfg.dataKey,
-      binding,
-      runTag,
-      salt,
-      out: null,
-    });
-    hash.update(r.frame);
-    frames.push(r.frame);
-  }
-  const bytes = Buffer.concat(frames);
-  return { bytes, size: bytes.length, digest: formatDigest(hash.digest()), chunks: frames.length };
+  return sealLines(
+    [headerLine(cfg.job, cfg.runId, lines.length), ...lines],
+    cfg.dataKey,
+    binding,
+    runTag,
+    salt,
+    cfg.compress,
+  );
 }
 
 /** Commits a run whose shards are all stored. Returns its summary; throws ArchiveError. */

@@ -7,7 +7,7 @@ import { parseDigest } from '@coffer/crypto';
 import type { ObjectStore } from '@coffer/objectstore';
 import { ArchiveError, type ArchiveErrorCode } from '../errors.ts';
 import { layout } from '../layout.ts';
-import type { ManifestDocument } from '../types.ts';
+import type { ShardedManifestDocument as ManifestDocument } from '../types.ts';
 import type { OpenFailure } from './codec-core.ts';
 import { type FrameCodec, inlineCodec } from './codec-pool.ts';
 import { runBinding, runTag } from './run-binding.ts';

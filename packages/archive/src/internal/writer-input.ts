@@ -3,9 +3,15 @@
  * signer key. Each failure is ERR_ARCHIVE_INVALID_ARGUMENT with a detail that never carries record
  * bytes or key material.
  */
-import { signerPublicKeyFromSecret } from '@coffer/crypto';
+import { fingerprint, signerPublicKeyFromSecret, wrapKey } from '@coffer/crypto';
 import { ArchiveError } from '../errors.ts';
-import type { ArchiveSource, RecordInput, RecordMetadata } from '../types.ts';
+import type {
+  ArchiveRecipients,
+  ArchiveSource,
+  ManifestRecipient,
+  RecordInput,
+  RecordMetadata,
+} from '../types.ts';
 
 export const DEFAULT_SHARD_SIZE = 8 * 1024 * 1024;
 const MIN_SHARD_SIZE = 64 * 1024;
@@ -93,4 +99,44 @@ export function signerKeys(secretKey: unknown): { secret: Uint8Array; public: Ui
   } catch (e) {
     throw invalid('malformed signer secret key', e);
   }
+}
+
+/**
+ * The run's key wrapped for the operational and break-glass recipients, labelled by role. Throws
+ * ERR_ARCHIVE_INVALID_ARGUMENT for missing, malformed or identical recipient keys.
+ */
+export async function wrapForRecipients(
+  recipients: ArchiveRecipients | undefined,
+  key: Uint8Array,
+  aad: Uint8Array,
+): Promise<ManifestRecipient[]> {
+  const op = recipients?.operational;
+  const bg = recipients?.breakGlass;
+  if (!(op instanceof Uint8Array) || !(bg instanceof Uint8Array)) {
+    throw invalid('recipients.operational and recipients.breakGlass must be Uint8Array public keys');
+  }
+  let opFp: string;
+  let bgFp: string;
+  try {
+    opFp = fingerprint(op);
+    bgFp = fingerprint(bg);
+  } catch (e) {
+    throw invalid('malformed recipient public key', e);
+  }
+  if (opFp === bgFp) throw invalid('the operational and break-glass recipients must be different keys');
+  let wrapped: Awaited<ReturnType<typeof wrapKey>>;
+  try {
+    wrapped = await wrapKey(key, [op, bg], aad);
+  } catch (e) {
+    throw invalid('recipient public keys cannot be used for wrapping', e);
+  }
+  const out: ManifestRecipient[] = wrapped.map((w) => ({
+    role: w.recipient === opFp ? 'operational' : 'break-glass',
+    recipient: w.recipient,
+    capsule: w.capsule,
+  }));
+  if (out.filter((r) => r.role === 'operational').length !== 1 || out.length !== 2) {
+    throw new ArchiveError('ERR_ARCHIVE_INTERNAL', { detail: 'key wrapping returned unexpected recipients' });
+  }
+  return out;
 }

@@ -1,0 +1,365 @@
+/**
+ * Reading and verifying a 0.2 run (docs/archive-format.md §12.7 is normative): the run index is
+ * checked against the signed manifest before it is opened; each chunk is located through the job's
+ * pack indexes (only this job's prefix under this run's key id is listed), its pack's SHA-384 is
+ * compared with the pack index before decryption, and its bytes must have the chunk id the signed
+ * index names, so every referenced byte is covered by the run's signature wherever it is stored.
+ * Opened packs are kept in a small LRU, so memory stays bounded by the pack size.
+ */
+import { createHash } from 'node:crypto';
+import { formatDigest, parseDigest, sha384, unwrapKey } from '@coffer/crypto';
+import type { ObjectStore } from '@coffer/objectstore';
+import { ArchiveError } from './errors.ts';
+import { type ChunkKeys, chunkId, chunkKeys, packKey, runIndexKey } from './internal/chunk-keys.ts';
+import {
+  type ChunkMap,
+  loadChunkMap,
+  type PackRefLine,
+  toChunkedEntry,
+  toPackRef,
+} from './internal/chunked-index.ts';
+import { type FrameCodec, frameCodec } from './internal/codec-pool.ts';
+import { INDEX_FORMAT } from './internal/index-codec.ts';
+import { chunkKeyAad } from './internal/manifest.ts';
+import { runBinding, runTag } from './internal/run-binding.ts';
+import { openLines } from './internal/sealed-lines.ts';
+import { getObject } from './internal/store.ts';
+import { layout } from './layout.ts';
+import type {
+  ChunkedManifestDocument,
+  ChunkRef,
+  IndexEntry,
+  OpenedRun,
+  RecordRead,
+  RecordsReadOptions,
+  VerifiedManifest,
+  VerifyChecks,
+  VerifyProgress,
+} from './types.ts';
+
+/** Packs kept opened (plaintext) at once: 4 × up to 72 MiB at the largest pack size, 64 MiB at the default. */
+const PACK_CACHE = 4;
+const DEFAULT_MAX_RECORD_BYTES = 64 * 1024 * 1024;
+
+/** Unwraps a 0.2 run's chunk key and checks it is the key the manifest names. */
+export async function unwrapChunkKey(
+  doc: ChunkedManifestDocument,
+  object: string,
+  secretKey: Uint8Array,
+): Promise<ChunkKeys> {
+  if (!(secretKey instanceof Uint8Array))
+    throw new ArchiveError('ERR_ARCHIVE_INVALID_ARGUMENT', { detail: 'secretKey must be a Uint8Array' });
+  let k: Uint8Array;
+  try {
+    k = new Uint8Array(await unwrapKey(secretKey, doc.recipients, chunkKeyAad(doc.job, doc.chunkKey)));
+  } catch (e) {
+    const code = (e as { code?: unknown }).code;
+    if (code === 'ERR_CRYPTO_WRONG_KEY' || code === 'ERR_CRYPTO_TAMPERED') {
+      throw new ArchiveError('ERR_ARCHIVE_WRONG_KEY', {
+        object,
+        detail: 'no wrapped chunk key opens with this secret key',
+      });
+    }
+    throw new ArchiveError('ERR_ARCHIVE_INVALID_ARGUMENT', { detail: 'malformed secret key', cause: e });
+  }
+  if (k.length !== 32)
+    throw new ArchiveError('ERR_ARCHIVE_WRONG_KEY', { object, detail: 'chunk key has the wrong length' });
+  const keys = chunkKeys(k);
+  if (keys.keyId !== doc.chunkKey) {
+    throw new ArchiveError('ERR_ARCHIVE_WRONG_KEY', {
+      object,
+      detail: 'chunk key does not match the signed key id',
+    });
+  }
+  return keys;
+}
+
+export interface ChunkedIndex {
+  entries: IndexEntry[];
+  packRefs: PackRefLine[];
+}
+
+/** Reads and opens a 0.2 run's index.bin (size and digest first, then the frames, then every line). */
+export async function openChunkedIndex(
+  store: ObjectStore,
+  manifest: VerifiedManifest,
+  keys: ChunkKeys,
+): Promise<ChunkedIndex> {
+  const doc = manifest.document as ChunkedManifestDocument;
+  const object = layout.index(doc.job, doc.runId);
+  const bytes = await getObject(store, object, {
+    maxBytes: doc.index.size,
+    tooLarge: () =>
+      new ArchiveError('ERR_ARCHIVE_INDEX_TAMPERED', { object, detail: 'larger than the signed size' }),
+  });
+  if (bytes === null) throw new ArchiveError('ERR_ARCHIVE_INDEX_MISSING', { object });
+  if (bytes.length !== doc.index.size || formatDigest(sha384(bytes)) !== doc.index.sha384) {
+    throw new ArchiveError('ERR_ARCHIVE_INDEX_TAMPERED', {
+      object,
+      detail: 'SHA-384 differs from the signed manifest',
+    });
+  }
+  const lines = openLines(
+    bytes,
+    runIndexKey(keys, doc.runId),
+    runBinding(doc.job, doc.runId),
+    runTag(doc.job, doc.runId),
+  );
+  if (lines === null)
+    throw new ArchiveError('ERR_ARCHIVE_INDEX_TAMPERED', { object, detail: 'a frame does not open' });
+  const parse = (line: string, what: string): unknown => {
+    try {
+      return JSON.parse(line);
+    } catch {
+      throw new ArchiveError('ERR_ARCHIVE_INDEX_TAMPERED', { object, detail: `${what}: not JSON` });
+    }
+  };
+  const header = parse(lines[0]!, 'header') as Record<string, unknown>;
+  const inconsistent = (detail: string) =>
+    new ArchiveError('ERR_ARCHIVE_INDEX_INCONSISTENT', { object, detail });
+  if (
+    header === null ||
+    typeof header !== 'object' ||
+    header.format !== INDEX_FORMAT ||
+    header.job !== doc.job ||
+    header.runId !== doc.runId ||
+    typeof header.records !== 'number' ||
+    typeof header.packs !== 'number'
+  ) {
+    throw new ArchiveError('ERR_ARCHIVE_INDEX_TAMPERED', { object, detail: 'bad header' });
+  }
+  if (header.records !== doc.totals.records || lines.length !== 1 + header.records + header.packs) {
+    throw inconsistent('record count differs from the manifest');
+  }
+  const entries: IndexEntry[] = [];
+  let bytesTotal = 0;
+  let chunkTotal = 0;
+  for (let i = 0; i < header.records; i++) {
+    const e = toChunkedEntry(parse(lines[1 + i]!, `record ${i}`), i, object);
+    bytesTotal += e.size;
+    chunkTotal += e.chunks!.length;
+    entries.push(e);
+  }
+  if (bytesTotal !== doc.totals.bytes || chunkTotal !== doc.totals.chunks)
+    throw inconsistent('byte or chunk total differs from the manifest');
+  const packRefs: PackRefLine[] = [];
+  for (let i = 1 + header.records; i < lines.length; i++)
+    packRefs.push(toPackRef(parse(lines[i]!, 'pack reference'), object));
+  if (packRefs.length !== doc.totals.packs) throw inconsistent('pack count differs from the manifest');
+  return { entries, packRefs };
+}
+
+export class ChunkedRunReader implements OpenedRun {
+  readonly manifest: VerifiedManifest;
+  private readonly doc: ChunkedManifestDocument;
+  private readonly store: ObjectStore;
+  private readonly keys: ChunkKeys;
+  private readonly codec: FrameCodec;
+  private index: Promise<ChunkedIndex> | null = null;
+  private map: Promise<ChunkMap> | null = null;
+  private readonly cache = new Map<string, Promise<Uint8Array>>();
+  /** Called after a pack's digest and tag verified (verify's progress). */
+  onPackOpened: ((pack: string, plainSize: number) => void) | null = null;
+
+  constructor(store: ObjectStore, manifest: VerifiedManifest, keys: ChunkKeys, workers?: number) {
+    this.store = store;
+    this.manifest = manifest;
+    this.doc = manifest.document as ChunkedManifestDocument;
+    this.keys = keys;
+    this.codec = frameCodec(workers);
+  }
+
+  loadIndex(): Promise<ChunkedIndex> {
+    this.index ??= openChunkedIndex(this.store, this.manifest, this.keys);
+    return this.index;
+  }
+
+  chunkMap(): Promise<ChunkMap> {
+    this.map ??= loadChunkMap(this.store, this.doc.job, this.keys);
+    return this.map;
+  }
+
+  async *records(): AsyncIterable<IndexEntry> {
+    const { entries } = await this.loadIndex();
+    yield* entries;
+  }
+
+  /** The opened plaintext of a pack (digest against its pack index, then its tag under its own key). */
+  private openPack(pack: string, map: ChunkMap): Promise<Uint8Array> {
+    const hit = this.cache.get(pack);
+    if (hit !== undefined) {
+      this.cache.delete(pack);
+      this.cache.set(pack, hit);
+      return hit;
+    }
+    const opened = this.readPack(pack, map);
+    opened.catch(() => this.cache.delete(pack));
+    this.cache.set(pack, opened);
+    while (this.cache.size > PACK_CACHE) this.cache.delete(this.cache.keys().next().value!);
+    return opened;
+  }
+
+  private async readPack(pack: string, map: ChunkMap): Promise<Uint8Array> {
+    const { job } = this.doc;
+    const object = layout.pack(job, this.keys.keyId, pack);
+    const line = map.packs.get(pack);
+    if (line === undefined)
+      throw new ArchiveError('ERR_ARCHIVE_PACK_MISSING', { object, detail: 'no pack index describes it' });
+    const frame = await getObject(this.store, object, {
+      maxBytes: line.size,
+      tooLarge: () =>
+        new ArchiveError('ERR_ARCHIVE_SHARD_TAMPERED', { object, detail: 'larger than its pack index says' }),
+    });
+    if (frame === null) throw new ArchiveError('ERR_ARCHIVE_PACK_MISSING', { object });
+    const r = await this.codec.open({
+      domain: 2,
+      seq: 0,
+      final: true,
+      frame,
+      key: packKey(this.keys, pack),
+      binding: runBinding(job, pack),
+      runTag: runTag(job, pack),
+      digest: parseDigest(line.sha384),
+      plainLength: line.plainSize,
+      out: null,
+    });
+    if (!r.ok) {
+      throw new ArchiveError(
+        r.failure === 'transplanted' ? 'ERR_ARCHIVE_SHARD_TRANSPLANTED' : 'ERR_ARCHIVE_SHARD_TAMPERED',
+        {
+          object,
+          detail: `pack ${r.failure}`,
+        },
+      );
+    }
+    this.onPackOpened?.(pack, line.plainSize);
+    return r.plain;
+  }
+
+  /** One chunk's verified bytes (a view of the opened pack). */
+  async readChunk(ref: ChunkRef, map: ChunkMap): Promise<Uint8Array> {
+    const loc = map.chunks.get(ref.id);
+    const run = `${this.doc.job}/${this.doc.runId}`;
+    if (loc === undefined) {
+      throw new ArchiveError('ERR_ARCHIVE_CHUNK_MISSING', {
+        object: layout.packIndexPrefix(this.doc.job, this.keys.keyId),
+        detail: `chunk ${ref.id} of run ${run}`,
+      });
+    }
+    const object = layout.pack(this.doc.job, this.keys.keyId, loc.pack);
+    if (loc.length !== ref.length) {
+      throw new ArchiveError('ERR_ARCHIVE_CHUNK_TAMPERED', {
+        object,
+        detail: `chunk ${ref.id}: length differs`,
+      });
+    }
+    const plain = await this.openPack(loc.pack, map);
+    const bytes = plain.subarray(loc.offset, loc.offset + loc.length);
+    if (chunkId(this.keys, bytes) !== ref.id) {
+      throw new ArchiveError('ERR_ARCHIVE_CHUNK_TAMPERED', {
+        object,
+        detail: `chunk ${ref.id} of run ${run}`,
+      });
+    }
+    return bytes;
+  }
+
+  async *readRecord(entry: IndexEntry): AsyncIterable<Uint8Array> {
+    const map = await this.chunkMap();
+    const hash = createHash('sha384');
+    for (const ref of entry.chunks ?? []) {
+      const bytes = await this.readChunk(ref, map);
+      hash.update(bytes);
+      yield bytes;
+    }
+    this.checkRecord(entry, hash);
+  }
+
+  private checkRecord(entry: IndexEntry, hash: ReturnType<typeof createHash>): void {
+    if (formatDigest(hash.digest()) !== entry.sha384) {
+      throw new ArchiveError('ERR_ARCHIVE_RECORD_TAMPERED', {
+        object: layout.index(this.doc.job, this.doc.runId),
+        detail: `record ${entry.seq}`,
+      });
+    }
+  }
+
+  async *readRecords(
+    entries: readonly IndexEntry[],
+    options: RecordsReadOptions = {},
+  ): AsyncIterable<RecordRead> {
+    const max = options.maxRecordBytes ?? DEFAULT_MAX_RECORD_BYTES;
+    let last = -1;
+    for (const e of entries) {
+      if (e.seq <= last || e.chunks === undefined) {
+        throw new ArchiveError('ERR_ARCHIVE_INVALID_ARGUMENT', {
+          detail: 'entries must be records of this run in increasing seq',
+        });
+      }
+      if (e.size > max) {
+        throw new ArchiveError('ERR_ARCHIVE_INVALID_ARGUMENT', {
+          detail: `record ${e.seq} is larger than maxRecordBytes`,
+        });
+      }
+      last = e.seq;
+    }
+    const map = await this.chunkMap();
+    for (const entry of entries) {
+      const hash = createHash('sha384');
+      const pieces: Uint8Array[] = [];
+      for (const ref of entry.chunks!) {
+        const bytes = await this.readChunk(ref, map);
+        hash.update(bytes);
+        pieces.push(bytes);
+      }
+      this.checkRecord(entry, hash);
+      yield { entry, pieces, release() {} };
+    }
+  }
+
+  /**
+   * Verifies the whole run: the index, every record's chunks (pack digest, tag, chunk id) and
+   * plaintext SHA-384, and every pack-reference line (its pack present with the recorded size, or
+   * every chunk it held found elsewhere, e.g. after a repack).
+   */
+  async verifyAll(checks: VerifyChecks, onProgress?: (p: VerifyProgress) => void): Promise<void> {
+    const { entries, packRefs } = await this.loadIndex();
+    checks.index = true;
+    const map = await this.chunkMap();
+    const packs = new Set<string>();
+    for (const e of entries)
+      for (const r of e.chunks!) {
+        const loc = map.chunks.get(r.id);
+        if (loc !== undefined) packs.add(loc.pack);
+      }
+    let bytesDone = 0;
+    this.onPackOpened = () => {
+      checks.shards++;
+    };
+    for (const entry of entries) {
+      const hash = createHash('sha384');
+      for (const ref of entry.chunks!) hash.update(await this.readChunk(ref, map));
+      this.checkRecord(entry, hash);
+      checks.records++;
+      checks.bytes += entry.size;
+      bytesDone += entry.size;
+      onProgress?.({
+        shardsDone: checks.shards,
+        shards: packs.size,
+        bytesDone,
+        bytes: this.doc.totals.bytes,
+      });
+    }
+    for (const ref of packRefs) {
+      const line = map.packs.get(ref.pack);
+      if (line !== undefined && line.sha384 === ref.sha384 && line.size === ref.size) continue;
+      // Not described as recorded: acceptable only when no record needs it (it was repacked and
+      // every chunk resolved elsewhere above).
+      if (line === undefined && !packs.has(ref.pack)) continue;
+      throw new ArchiveError('ERR_ARCHIVE_SHARD_TAMPERED', {
+        object: layout.pack(this.doc.job, this.keys.keyId, ref.pack),
+        detail: "pack differs from the run's signed pack reference",
+      });
+    }
+  }
+}

@@ -1,0 +1,680 @@
+/**
+ * The chunked writer: format 0.2, incremental and deduplicated runs (docs/archive-format.md §12.8
+ * is normative).
+ *
+ * Each record is cut into content-defined chunks (FastCDC, internal/chunker.ts); a chunk whose
+ * keyed id the job already holds (in the base's chunk map, or earlier in this run) is referenced,
+ * any other is appended to the open pack, and a full pack is sealed under its own key and stored
+ * create-only while the next one fills. A record the source reports unchanged (same name, size and
+ * change token as in the base run) is referenced without reading its body. Nothing is signed
+ * until every pack the run references was listed back from the store with its recorded size and
+ * the pack index describing the new packs is stored, so a committed run never references a chunk a
+ * reader cannot find. Memory is bounded by the pack size times the packs in flight.
+ */
+import { createHash } from 'node:crypto';
+import {
+  canonicalJsonBytes,
+  type Digest,
+  fingerprint,
+  formatDigest,
+  randomBytes,
+  sha384,
+  sign,
+  toBase64Url,
+} from '@coffer/crypto';
+import type { ObjectStore } from '@coffer/objectstore';
+import { openChunkedIndex, unwrapChunkKey } from './chunked-reader.ts';
+import { ArchiveError } from './errors.ts';
+import {
+  type ChunkKeys,
+  chunkId,
+  chunkKeys,
+  newObjectId,
+  packKey,
+  runIndexKey,
+} from './internal/chunk-keys.ts';
+import {
+  addPacks,
+  type ChunkMap,
+  chunkedEntryLine,
+  chunkedHeaderLine,
+  emptyChunkMap,
+  loadChunkMap,
+  type PackLine,
+  packRefLine,
+  sealPackIndex,
+} from './internal/chunked-index.ts';
+import { CHUNK_PARAMS, type ChunkParams, ContentChunker } from './internal/chunker.ts';
+import { type FrameCodec, frameCodec } from './internal/codec-pool.ts';
+import {
+  chunkKeyAad,
+  MANIFEST_SIGNATURE_CONTEXT,
+  SIGNATURE_FORMAT,
+  type SignatureDocument,
+} from './internal/manifest.ts';
+import { runBinding, runTag, sessionSalt } from './internal/run-binding.ts';
+import { assertRuntime } from './internal/runtime.ts';
+import { sealLines } from './internal/sealed-lines.ts';
+import { headObject, listObjects, putObject } from './internal/store.ts';
+import {
+  bodyChunks,
+  checkBody,
+  checkMetadata,
+  checkName,
+  checkSource,
+  invalid,
+  signerKeys,
+  wrapForRecipients,
+} from './internal/writer-input.ts';
+import { assertId, layout } from './layout.ts';
+import { readRunManifest } from './reader.ts';
+import { writeRecoveryFiles } from './recovery.ts';
+import {
+  type ArchiveRecipients,
+  type ArchiveSource,
+  CHUNKED_FORMAT_VERSION,
+  type ChunkedManifestDocument,
+  type ChunkRef,
+  FORMAT_NAME,
+  type IndexEntry,
+  isChunkedManifest,
+  type ManifestRecipient,
+  type RecordInput,
+  type RecordResult,
+  type RunSummary,
+} from './types.ts';
+
+const MIB = 1024 * 1024;
+/** Default plaintext bytes per pack, and the accepted range (as for 0.1 shards). */
+const DEFAULT_PACK_SIZE = 8 * MIB;
+const MIN_PACK_SIZE = 64 * 1024;
+const MAX_PACK_SIZE = 64 * MIB;
+
+/**
+ * What a run builds on: the job's chunk key, what its packs hold, and the previous run's records.
+ * Made by `loadChunkedBase`; opaque to callers beyond these read-only facts.
+ */
+export interface ChunkedBase {
+  /** The run the records come from (null: the key and packs only). */
+  readonly runId: string | null;
+  /** keyId of the job's chunk key. */
+  readonly keyId: string;
+  /** Records of the base run by name (the last one of a name wins). */
+  readonly records: ReadonlyMap<string, IndexEntry>;
+  /** Chunks the job's packs hold. */
+  readonly chunkCount: number;
+  /** Pack indexes that did not open (reported, never trusted). */
+  readonly unreadableIndexes: readonly string[];
+  /** @internal */
+  readonly keys: ChunkKeys;
+  /** @internal */
+  readonly map: ChunkMap;
+}
+
+export interface LoadChunkedBaseOptions {
+  job: string;
+  /** The previous run of the job to build on; null or a 0.1 run: a fresh chunk key (a full run). */
+  runId: string | null;
+  /** Operational (or break-glass) secret key: the base run's chunk key is wrapped for it. */
+  secretKey: Uint8Array;
+  /** Trusted signer (the engine's own): the base run must be signed by it. */
+  signerPublicKey?: Uint8Array;
+  pinSigner?: string;
+}
+
+/**
+ * Opens the base of the next run: the previous run's chunk key and records, and the chunk map of
+ * its key (every pack index of the job under that key). Returns null when there is nothing to build
+ * on (no previous run, or a 0.1 one). Throws the reader's errors for a base that does not verify.
+ */
+export async function loadChunkedBase(
+  store: ObjectStore,
+  options: LoadChunkedBaseOptions,
+): Promise<ChunkedBase | null> {
+  assertRuntime();
+  assertId('job', options.job);
+  if (options.runId === null) return null;
+  const manifest = await readRunManifest(store, {
+    job: options.job,
+    runId: options.runId,
+    ...(options.signerPublicKey === undefined ? {} : { signerPublicKey: options.signerPublicKey }),
+    ...(options.pinSigner === undefined ? {} : { pinSigner: options.pinSigner }),
+  });
+  const doc = manifest.document;
+  if (!isChunkedManifest(doc)) return null;
+  const keys = await unwrapChunkKey(doc, manifest.key, options.secretKey);
+  const index = await openChunkedIndex(store, manifest, keys);
+  const records = new Map<string, IndexEntry>();
+  for (const e of index.entries) records.set(e.name, e);
+  const map = await loadChunkMap(store, doc.job, keys);
+  return {
+    runId: doc.runId,
+    keyId: keys.keyId,
+    records,
+    chunkCount: map.chunks.size,
+    unreadableIndexes: map.unreadable,
+    keys,
+    map,
+  };
+}
+
+/** After each pack is stored. */
+export interface PackEvent {
+  pack: string;
+  /** Stored object size. */
+  size: number;
+  plainSize: number;
+  compression: 'none' | 'zstd';
+  chunks: number;
+  /** Records completed so far. */
+  recordsDone: number;
+}
+
+export interface ChunkedWriterOptions {
+  store: ObjectStore;
+  job: string;
+  runId: string;
+  prevRunId: string | null;
+  signerSecretKey: Uint8Array;
+  recipients: ArchiveRecipients;
+  source: ArchiveSource;
+  /** From `loadChunkedBase`; null or absent: a fresh chunk key, every chunk stored. */
+  base?: ChunkedBase | null;
+  /** Plaintext bytes per pack; default 8 MiB, clamped to [64 KiB, 64 MiB]. */
+  packSize?: number;
+  /** Chunker parameters (default 512 KiB / 1 MiB / 8 MiB); smaller ones for tests and fixtures. */
+  chunking?: Partial<ChunkParams>;
+  /** Compress packs with zstd when it pays (default true). */
+  compress?: boolean;
+  onPack?: (event: PackEvent) => void | Promise<void>;
+  /** As for the 0.1 writer: runs before the commit touches the destination and again before the manifest. */
+  beforeCommit?: () => void | Promise<void>;
+  writeRecovery?: boolean;
+  now?: () => Date;
+  workers?: number;
+}
+
+/** What `finish()` returns: the 0.1 summary plus what deduplication saved. */
+export interface ChunkedRunSummary extends RunSummary {
+  /** Chunk references over all records. */
+  chunks: number;
+  /** Chunks (and their plaintext bytes) this run stored; the rest were already in the job's packs. */
+  newChunks: number;
+  newBytes: number;
+  /** Packs this run stored. */
+  newPacks: number;
+  /** Records taken from the base run without reading them (same change token). */
+  unchangedRecords: number;
+}
+
+export interface ChunkedWriter {
+  readonly job: string;
+  readonly runId: string;
+  /** As ArchiveWriter.addRecord; a record with an unchanged `change` token is not read. */
+  addRecord(record: RecordInput): Promise<RecordResult>;
+  finish(): Promise<ChunkedRunSummary>;
+  /** Stops the writer; packs already stored stay (a later prune removes them if no run uses them). */
+  abort(): Promise<void>;
+}
+
+/**
+ * Starts a 0.2 run. Throws ERR_ARCHIVE_INVALID_ARGUMENT for bad ids, keys or options (or when the
+ * run is already sealed), ERR_ARCHIVE_DESTINATION when the store cannot be read.
+ */
+export async function createChunkedWriter(options: ChunkedWriterOptions): Promise<ChunkedWriter> {
+  assertRuntime();
+  if (typeof options !== 'object' || options === null) throw invalid('options must be an object');
+  const { store, job, runId, prevRunId } = options;
+  assertId('job', job);
+  assertId('runId', runId);
+  if (prevRunId !== null) assertId('prevRunId', prevRunId);
+  const source = checkSource(options.source);
+  const signer = signerKeys(options.signerSecretKey);
+  let packSize = DEFAULT_PACK_SIZE;
+  if (options.packSize !== undefined) {
+    if (!Number.isSafeInteger(options.packSize) || options.packSize <= 0)
+      throw invalid('packSize must be a positive integer');
+    packSize = Math.min(MAX_PACK_SIZE, Math.max(MIN_PACK_SIZE, options.packSize));
+  }
+  const chunker = new ContentChunker(options.chunking ?? CHUNK_PARAMS);
+  const base = options.base ?? null;
+  if (base !== null && base.map === undefined) throw invalid('base must come from loadChunkedBase');
+  if ((await headObject(store, layout.manifest(job, runId))) !== null) {
+    throw invalid(`run ${job}/${runId} is already sealed in this destination`);
+  }
+  const keys = base?.keys ?? chunkKeys(randomBytes(32));
+  const recipients = await wrapForRecipients(options.recipients, keys.chunkKey, chunkKeyAad(job, keys.keyId));
+  const now = options.now ?? (() => new Date());
+  return new ChunkedRunWriter({
+    store,
+    job,
+    runId,
+    prevRunId,
+    source,
+    startedAt: now().toISOString(),
+    now,
+    keys,
+    map: base?.map ?? emptyChunkMap(keys.keyId),
+    baseRecords: base?.records ?? new Map(),
+    recipients,
+    signerSecretKey: signer.secret,
+    signerPublicKey: signer.public,
+    packSize,
+    chunker,
+    compress: options.compress ?? true,
+    codec: frameCodec(options.workers),
+    onPack: options.onPack,
+    beforeCommit: options.beforeCommit,
+    writeRecovery: options.writeRecovery ?? true,
+  });
+}
+
+interface Config {
+  store: ObjectStore;
+  job: string;
+  runId: string;
+  prevRunId: string | null;
+  source: ArchiveSource;
+  startedAt: string;
+  now: () => Date;
+  keys: ChunkKeys;
+  map: ChunkMap;
+  baseRecords: ReadonlyMap<string, IndexEntry>;
+  recipients: ManifestRecipient[];
+  signerSecretKey: Uint8Array;
+  signerPublicKey: Uint8Array;
+  packSize: number;
+  chunker: ContentChunker;
+  compress: boolean;
+  codec: FrameCodec;
+  onPack: ChunkedWriterOptions['onPack'];
+  beforeCommit: ChunkedWriterOptions['beforeCommit'];
+  writeRecovery: boolean;
+}
+
+type State = 'open' | 'busy' | 'finished' | 'failed';
+
+class ChunkedRunWriter implements ChunkedWriter {
+  readonly job: string;
+  readonly runId: string;
+  private readonly c: Config;
+  private state: State = 'open';
+  private readonly salt = sessionSalt();
+  private readonly lines: string[] = [];
+  /** Chunks this run stored, by id: pack id. */
+  private readonly fresh = new Map<string, string>();
+  /** Packs the run's records reference. */
+  private readonly referenced = new Set<string>();
+  private readonly newPacks: PackLine[] = [];
+  private readonly inFlight: Promise<void>[] = [];
+  private flightError: unknown = null;
+  // The open pack: committed chunks in [0, packLen), the chunk being cut in [packLen, packLen + openLen).
+  private pack: Buffer;
+  private packId = newObjectId();
+  private packLen = 0;
+  private openLen = 0;
+  private packChunks: PackLine['chunks'] = [];
+  private bytes = 0;
+  private chunkRefs = 0;
+  private newBytes = 0;
+  private unchanged = 0;
+
+  constructor(c: Config) {
+    this.c = c;
+    this.job = c.job;
+    this.runId = c.runId;
+    this.pack = Buffer.allocUnsafeSlow(c.packSize + c.chunker.params.maxSize);
+  }
+
+  async addRecord(record: RecordInput): Promise<RecordResult> {
+    if (this.state !== 'open') {
+      throw new ArchiveError('ERR_ARCHIVE_INVALID_STATE', {
+        detail: this.state === 'busy' ? 'addRecord calls must not overlap' : `writer is ${this.state}`,
+      });
+    }
+    if (typeof record !== 'object' || record === null) throw invalid('record must be an object');
+    const name = checkName(record.name);
+    const metadata = checkMetadata(record.metadata ?? {});
+    checkBody(record.body);
+    if (record.change !== undefined && typeof record.change !== 'string')
+      throw invalid('change must be a string');
+    const sourceType = record.sourceType ?? this.c.source.type;
+    const binding = record.binding ?? this.c.source.binding ?? '';
+    const namespace = record.namespace ?? this.c.source.namespace ?? '';
+    this.state = 'busy';
+    try {
+      const seq = this.lines.length;
+      const same = this.unchangedFrom(name, record);
+      let size: number;
+      let digest: Digest;
+      let refs: ChunkRef[];
+      if (same !== null) {
+        size = same.size;
+        digest = same.sha384;
+        refs = same.chunks!;
+        for (const r of refs) this.reference(r.id);
+        this.unchanged++;
+      } else {
+        ({ size, digest, refs } = await this.readBody(record.body));
+      }
+      this.chunkRefs += refs.length;
+      this.bytes += size;
+      this.lines.push(
+        chunkedEntryLine({
+          name,
+          size,
+          sha384: digest,
+          sourceType,
+          binding,
+          namespace,
+          metadata,
+          chunks: refs,
+          ...(record.change === undefined ? {} : { change: record.change }),
+        }),
+      );
+      this.state = 'open';
+      return {
+        seq,
+        name,
+        size,
+        sha384: digest,
+        sizeChanged: record.size !== undefined && record.size !== size,
+      };
+    } catch (e) {
+      this.state = 'failed';
+      throw e;
+    }
+  }
+
+  /** The base record this one may reuse unread: same name, size and change token, every chunk held. */
+  private unchangedFrom(name: string, record: RecordInput): IndexEntry | null {
+    if (record.change === undefined) return null;
+    const prev = this.c.baseRecords.get(name);
+    if (prev === undefined || prev.change !== record.change || prev.chunks === undefined) return null;
+    if (record.size !== undefined && record.size !== prev.size) return null;
+    for (const r of prev.chunks) if (!this.c.map.chunks.has(r.id) && !this.fresh.has(r.id)) return null;
+    return prev;
+  }
+
+  private reference(id: string): void {
+    const pack = this.fresh.get(id) ?? this.c.map.chunks.get(id)?.pack;
+    if (pack === undefined)
+      throw new ArchiveError('ERR_ARCHIVE_INTERNAL', { detail: 'chunk referenced before it was stored' });
+    this.referenced.add(pack);
+  }
+
+  private async readBody(
+    body: RecordInput['body'],
+  ): Promise<{ size: number; digest: Digest; refs: ChunkRef[] }> {
+    const hash = createHash('sha384');
+    const chunker = this.c.chunker;
+    chunker.reset();
+    this.openLen = 0;
+    const refs: ChunkRef[] = [];
+    let size = 0;
+    const it = bodyChunks(body)[Symbol.asyncIterator]();
+    for (;;) {
+      let step: IteratorResult<Uint8Array>;
+      try {
+        step = await it.next();
+      } catch (e) {
+        throw new ArchiveError('ERR_ARCHIVE_SOURCE_READ', { cause: e });
+      }
+      if (step.done) break;
+      const piece = step.value;
+      if (!(piece instanceof Uint8Array)) throw invalid('record body yielded a non-Uint8Array piece');
+      hash.update(piece);
+      size += piece.length;
+      let from = 0;
+      while (from < piece.length) {
+        const cut = chunker.next(piece, from);
+        const end = cut < 0 ? piece.length : cut;
+        this.pack.set(piece.subarray(from, end), this.packLen + this.openLen);
+        this.openLen += end - from;
+        from = end;
+        if (cut >= 0) await this.closeChunk(refs);
+      }
+    }
+    if (this.openLen > 0) await this.closeChunk(refs);
+    return { size, digest: formatDigest(hash.digest()), refs };
+  }
+
+  private async closeChunk(refs: ChunkRef[]): Promise<void> {
+    const length = this.openLen;
+    const bytes = this.pack.subarray(this.packLen, this.packLen + length);
+    const id = chunkId(this.c.keys, bytes);
+    this.openLen = 0;
+    refs.push({ id, length });
+    if (this.fresh.has(id) || this.c.map.chunks.has(id)) {
+      this.reference(id);
+      return;
+    }
+    this.packChunks.push({ id, offset: this.packLen, length });
+    this.packLen += length;
+    this.fresh.set(id, this.packId);
+    this.referenced.add(this.packId);
+    this.newBytes += length;
+    if (this.packLen >= this.c.packSize) await this.sealPack();
+  }
+
+  /** Seals the open pack and stores it while the next one fills (a bounded number in flight). */
+  private async sealPack(): Promise<void> {
+    if (this.packLen === 0) return;
+    if (this.flightError !== null) throw this.flightError;
+    const plain = this.pack.subarray(0, this.packLen);
+    const packId = this.packId;
+    const chunks = this.packChunks;
+    const recordsDone = this.lines.length;
+    const { c } = this;
+    const flight = (async () => {
+      const r = await c.codec.seal({
+        domain: 2,
+        seq: 0,
+        final: true,
+        plain,
+        compress: c.compress,
+        key: packKey(c.keys, packId),
+        binding: runBinding(c.job, packId),
+        runTag: runTag(c.job, packId),
+        salt: this.salt,
+        out: null,
+      });
+      await putObject(c.store, layout.pack(c.job, c.keys.keyId, packId), r.frame, {
+        contentLength: r.frame.length,
+        contentType: 'application/octet-stream',
+        ifNoneMatch: '*',
+      });
+      const line: PackLine = {
+        pack: packId,
+        size: r.frame.length,
+        plainSize: plain.length,
+        compression: r.zstd ? 'zstd' : 'none',
+        sha384: formatDigest(r.digest),
+        chunks,
+      };
+      this.newPacks.push(line);
+      await c.onPack?.({
+        pack: packId,
+        size: line.size,
+        plainSize: line.plainSize,
+        compression: line.compression,
+        chunks: chunks.length,
+        recordsDone,
+      });
+    })();
+    flight.catch((e: unknown) => {
+      if (this.flightError === null) this.flightError = e;
+    });
+    this.inFlight.push(flight);
+    this.pack = Buffer.allocUnsafeSlow(c.packSize + c.chunker.params.maxSize);
+    this.packId = newObjectId();
+    this.packLen = 0;
+    this.packChunks = [];
+    // Bounded memory: wait for the oldest pack once as many are in flight as the codec seals at once, plus one.
+    while (this.inFlight.length > Math.max(1, c.codec.parallel)) await this.inFlight.shift();
+  }
+
+  async finish(): Promise<ChunkedRunSummary> {
+    if (this.state !== 'open')
+      throw new ArchiveError('ERR_ARCHIVE_INVALID_STATE', { detail: `writer is ${this.state}` });
+    this.state = 'busy';
+    try {
+      const summary = await this.commit();
+      this.state = 'finished';
+      return summary;
+    } catch (e) {
+      this.state = 'failed';
+      throw e;
+    }
+  }
+
+  private async commit(): Promise<ChunkedRunSummary> {
+    const { c } = this;
+    const { store, job, runId } = c;
+    await this.sealPack();
+    await Promise.all(this.inFlight.splice(0));
+    if (this.flightError !== null) throw this.flightError;
+
+    // Every pack the run references must be in the store with the size its description gives:
+    // the new ones just stored, and the older ones (a prune may have removed one since the base was read).
+    const described = new Map<string, PackLine>(c.map.packs);
+    for (const p of this.newPacks) described.set(p.pack, p);
+    const listed = new Map<string, number>();
+    for (const o of await listObjects(store, layout.packDataPrefix(job, c.keys.keyId)))
+      listed.set(o.key, o.size);
+    const refs = [...this.referenced].sort();
+    for (const pack of refs) {
+      const key = layout.pack(job, c.keys.keyId, pack);
+      const line = described.get(pack);
+      const size = listed.get(key);
+      if (line === undefined || size !== line.size) {
+        throw new ArchiveError('ERR_ARCHIVE_TRUNCATED', {
+          object: key,
+          detail:
+            size === undefined ? 'pack not found in the destination' : 'pack size differs in the destination',
+        });
+      }
+    }
+    await c.beforeCommit?.();
+
+    // The pack index of the new packs goes first: a committed run never references an undescribed chunk.
+    if (this.newPacks.length > 0) {
+      const ix = sealPackIndex(job, c.keys, newObjectId(), this.newPacks, this.salt);
+      await putObject(store, ix.key, ix.bytes, {
+        contentLength: ix.bytes.length,
+        contentType: 'application/octet-stream',
+        ifNoneMatch: '*',
+      });
+      addPacks(c.map, this.newPacks);
+    }
+
+    const indexLines = [
+      chunkedHeaderLine(job, runId, this.lines.length, refs.length),
+      ...this.lines,
+      ...refs.map((pack) => {
+        const line = described.get(pack)!;
+        return packRefLine({ pack, sha384: line.sha384, size: line.size });
+      }),
+    ];
+    const index = sealLines(
+      indexLines,
+      runIndexKey(c.keys, runId),
+      runBinding(job, runId),
+      runTag(job, runId),
+      this.salt,
+      c.compress,
+    );
+    await putObject(store, layout.index(job, runId), index.bytes, {
+      contentLength: index.size,
+      contentType: 'application/octet-stream',
+    });
+
+    const sealedAt = c.now().toISOString();
+    const signer = fingerprint(c.signerPublicKey);
+    const newChunks = this.newPacks.reduce((n, p) => n + p.chunks.length, 0);
+    const doc: ChunkedManifestDocument = {
+      format: FORMAT_NAME,
+      formatVersion: CHUNKED_FORMAT_VERSION,
+      job,
+      runId,
+      prevRunId: c.prevRunId,
+      startedAt: c.startedAt,
+      sealedAt,
+      source: c.source,
+      signer: { fingerprint: signer, publicKey: toBase64Url(c.signerPublicKey) },
+      recipients: c.recipients,
+      chunkKey: c.keys.keyId,
+      chunking: {
+        minSize: c.chunker.params.minSize,
+        avgSize: c.chunker.params.avgSize,
+        maxSize: c.chunker.params.maxSize,
+        packSize: c.packSize,
+      },
+      index: { size: index.size, sha384: index.digest, chunks: index.chunks },
+      totals: {
+        records: this.lines.length,
+        bytes: this.bytes,
+        chunks: this.chunkRefs,
+        newChunks,
+        newBytes: this.newBytes,
+        packs: refs.length,
+      },
+    };
+    const manifestBytes = canonicalJsonBytes(doc);
+    const manifestDigest = formatDigest(sha384(manifestBytes));
+    const sigDoc: SignatureDocument = {
+      format: SIGNATURE_FORMAT,
+      formatVersion: CHUNKED_FORMAT_VERSION,
+      context: MANIFEST_SIGNATURE_CONTEXT,
+      manifest: manifestDigest,
+      signer,
+      signature: toBase64Url(sign(c.signerSecretKey, manifestBytes, MANIFEST_SIGNATURE_CONTEXT)),
+    };
+    const sigBytes = canonicalJsonBytes(sigDoc);
+    await putObject(store, layout.signature(job, runId), sigBytes, {
+      contentLength: sigBytes.length,
+      contentType: 'application/json',
+    });
+    const manifestKey = layout.manifest(job, runId);
+    await c.beforeCommit?.();
+    await putObject(store, manifestKey, manifestBytes, {
+      contentLength: manifestBytes.length,
+      contentType: 'application/json',
+      ifNoneMatch: '*',
+    });
+    if (c.writeRecovery)
+      await writeRecoveryFiles(store, {
+        signerPublicKey: c.signerPublicKey,
+        formatVersion: CHUNKED_FORMAT_VERSION,
+      });
+
+    let storedBytes = index.size + manifestBytes.length + sigBytes.length;
+    for (const p of this.newPacks) storedBytes += p.size;
+    return {
+      formatVersion: CHUNKED_FORMAT_VERSION,
+      job,
+      runId,
+      prevRunId: c.prevRunId,
+      manifestKey,
+      manifestDigest,
+      signer,
+      records: this.lines.length,
+      bytes: this.bytes,
+      shards: this.newPacks.length,
+      storedBytes,
+      startedAt: c.startedAt,
+      sealedAt,
+      chunks: this.chunkRefs,
+      newChunks,
+      newBytes: this.newBytes,
+      newPacks: this.newPacks.length,
+      unchangedRecords: this.unchanged,
+    };
+  }
+
+  async abort(): Promise<void> {
+    if (this.state === 'finished') return;
+    this.state = 'failed';
+    await Promise.allSettled(this.inFlight.splice(0));
+  }
+}

@@ -1,0 +1,307 @@
+import { canonicalJson, type Digest } from '@coffer/crypto';
+import type { ObjectStore } from '@coffer/objectstore';
+import { ArchiveError } from '../errors.ts';
+import { layout } from '../layout.ts';
+import { CHUNKED_FORMAT_VERSION, type ChunkRef, type IndexEntry, type RecordMetadata } from '../types.ts';
+import { type ChunkKeys, isObjectId, packIndexKey } from './chunk-keys.ts';
+import { commonEntryFields, INDEX_FORMAT } from './index-codec.ts';
+import { isCount, isDigest, isObject } from './json-checks.ts';
+import { runBinding, runTag } from './run-binding.ts';
+import { openLines, sealLines } from './sealed-lines.ts';
+import { getObject, listObjects } from './store.ts';
+
+export const PACK_INDEX_FORMAT = 'coffer-pack-index';
+/** The most bytes a reader accepts for one pack index object (about 1.3 million chunk entries). */
+export const PACK_INDEX_MAX_BYTES = 64 * 1024 * 1024;
+
+/** One pack as a pack index describes it. */
+export interface PackLine {
+  pack: string;
+  size: number;
+  plainSize: number;
+  compression: 'none' | 'zstd';
+  sha384: Digest;
+  /** Chunks in pack order, back to back from offset 0. */
+  chunks: { id: string; offset: number; length: number }[];
+}
+
+/** Where a chunk is. */
+export interface ChunkLocation {
+  pack: string;
+  offset: number;
+  length: number;
+}
+
+/** The chunk map of one job and chunk key, built from its pack indexes. */
+export interface ChunkMap {
+  readonly keyId: string;
+  readonly chunks: Map<string, ChunkLocation>;
+  readonly packs: Map<string, PackLine>;
+  /** Pack index objects described (their keys). */
+  readonly indexes: string[];
+  /** Pack index objects that did not open or were malformed (never trusted). */
+  readonly unreadable: string[];
+}
+
+export function emptyChunkMap(keyId: string): ChunkMap {
+  return { keyId, chunks: new Map(), packs: new Map(), indexes: [], unreadable: [] };
+}
+
+const CHUNK_ID = /^[0-9a-f]{64}$/;
+
+// ---- run index (§12.6) ----
+
+export interface ChunkedEntryFields {
+  name: string;
+  size: number;
+  sha384: Digest;
+  sourceType: string;
+  binding: string;
+  namespace: string;
+  metadata: RecordMetadata;
+  chunks: readonly ChunkRef[];
+  change?: string;
+}
+
+export function chunkedEntryLine(e: ChunkedEntryFields): string {
+  return canonicalJson({
+    name: e.name,
+    size: e.size,
+    sha384: e.sha384,
+    sourceType: e.sourceType,
+    binding: e.binding,
+    namespace: e.namespace,
+    metadata: e.metadata,
+    chunks: e.chunks.map((c) => `${c.id}:${c.length}`),
+    ...(e.change === undefined ? {} : { change: e.change }),
+  });
+}
+
+export function chunkedHeaderLine(job: string, runId: string, records: number, packs: number): string {
+  return canonicalJson({
+    format: INDEX_FORMAT,
+    formatVersion: CHUNKED_FORMAT_VERSION,
+    job,
+    packs,
+    records,
+    runId,
+  });
+}
+
+export interface PackRefLine {
+  pack: string;
+  sha384: Digest;
+  size: number;
+}
+
+export function packRefLine(p: PackRefLine): string {
+  return canonicalJson({ pack: p.pack, sha384: p.sha384, size: p.size });
+}
+
+/** Validates one parsed 0.2 record line; throws ERR_ARCHIVE_INDEX_TAMPERED naming the object. */
+export function toChunkedEntry(value: unknown, seq: number, object: string): IndexEntry {
+  const bad = (what: string) =>
+    new ArchiveError('ERR_ARCHIVE_INDEX_TAMPERED', { object, detail: `record ${seq}: ${what}` });
+  const { name, size, sha384, sourceType, binding, namespace, metadata, chunks, change } = commonEntryFields(
+    value,
+    bad,
+  );
+  if (change !== undefined && typeof change !== 'string') throw bad('bad change token');
+  if (!Array.isArray(chunks)) throw bad('bad chunks');
+  const refs: ChunkRef[] = [];
+  let total = 0;
+  for (const c of chunks) {
+    const m = typeof c === 'string' ? /^([0-9a-f]{64}):(0|[1-9][0-9]{0,9})$/.exec(c) : null;
+    if (m === null) throw bad('bad chunk reference');
+    const length = Number(m[2]);
+    if (length === 0) throw bad('empty chunk');
+    refs.push({ id: m[1]!, length });
+    total += length;
+  }
+  if (total !== size) {
+    throw new ArchiveError('ERR_ARCHIVE_INDEX_INCONSISTENT', {
+      object,
+      detail: `record ${seq}: chunk lengths sum to ${total}, size is ${size}`,
+    });
+  }
+  return {
+    seq,
+    name,
+    size,
+    sha384,
+    shard: -1,
+    offset: -1,
+    sourceType,
+    binding,
+    namespace,
+    metadata,
+    chunks: refs,
+    ...(change === undefined ? {} : { change }),
+  };
+}
+
+export function toPackRef(value: unknown, object: string): PackRefLine {
+  if (
+    !isObject(value) ||
+    typeof value.pack !== 'string' ||
+    !isObjectId(value.pack) ||
+    !isDigest(value.sha384) ||
+    !isCount(value.size)
+  ) {
+    throw new ArchiveError('ERR_ARCHIVE_INDEX_TAMPERED', { object, detail: 'bad pack reference line' });
+  }
+  return { pack: value.pack, sha384: value.sha384, size: value.size };
+}
+
+// ---- pack index (§12.5) ----
+
+export function packIndexLines(job: string, keyId: string, packs: readonly PackLine[]): string[] {
+  return [
+    canonicalJson({
+      format: PACK_INDEX_FORMAT,
+      formatVersion: CHUNKED_FORMAT_VERSION,
+      job,
+      keyId,
+      packs: packs.length,
+    }),
+    ...packs.map((p) =>
+      canonicalJson({
+        chunks: p.chunks.map((c) => `${c.id}:${c.offset}:${c.length}`),
+        compression: p.compression,
+        pack: p.pack,
+        plainSize: p.plainSize,
+        sha384: p.sha384,
+        size: p.size,
+      }),
+    ),
+  ];
+}
+
+/** Seals a pack index (its object key and bytes). */
+export function sealPackIndex(
+  job: string,
+  keys: ChunkKeys,
+  indexId: string,
+  packs: readonly PackLine[],
+  salt: Uint8Array,
+): { key: string; bytes: Uint8Array } {
+  const sealed = sealLines(
+    packIndexLines(job, keys.keyId, packs),
+    packIndexKey(keys, indexId),
+    runBinding(job, indexId),
+    runTag(job, indexId),
+    salt,
+    true,
+  );
+  return { key: layout.packIndex(job, keys.keyId, indexId), bytes: sealed.bytes };
+}
+
+function parsePackLine(v: unknown): PackLine | null {
+  if (!isObject(v) || typeof v.pack !== 'string' || !isObjectId(v.pack)) return null;
+  if (!isCount(v.size) || !isCount(v.plainSize) || !isDigest(v.sha384)) return null;
+  if (v.compression !== 'none' && v.compression !== 'zstd') return null;
+  if (!Array.isArray(v.chunks)) return null;
+  const chunks: PackLine['chunks'] = [];
+  let at = 0;
+  for (const c of v.chunks) {
+    const m = typeof c === 'string' ? /^([0-9a-f]{64}):(0|[1-9][0-9]{0,9}):([1-9][0-9]{0,9})$/.exec(c) : null;
+    if (m === null) return null;
+    const offset = Number(m[2]);
+    const length = Number(m[3]);
+    // The chunks tile the pack's plaintext exactly (§12.5).
+    if (offset !== at) return null;
+    at += length;
+    chunks.push({ id: m[1]!, offset, length });
+  }
+  if (at !== v.plainSize) return null;
+  return {
+    pack: v.pack,
+    size: v.size,
+    plainSize: v.plainSize,
+    compression: v.compression,
+    sha384: v.sha384,
+    chunks,
+  };
+}
+
+/** Opens one pack index; null when it does not open or is malformed. */
+export function openPackIndex(
+  bytes: Uint8Array,
+  job: string,
+  keys: ChunkKeys,
+  indexId: string,
+): PackLine[] | null {
+  const lines = openLines(bytes, packIndexKey(keys, indexId), runBinding(job, indexId), runTag(job, indexId));
+  if (lines === null) return null;
+  let header: unknown;
+  try {
+    header = JSON.parse(lines[0]!);
+  } catch {
+    return null;
+  }
+  if (
+    !isObject(header) ||
+    header.format !== PACK_INDEX_FORMAT ||
+    header.job !== job ||
+    header.keyId !== keys.keyId ||
+    header.packs !== lines.length - 1
+  )
+    return null;
+  const out: PackLine[] = [];
+  for (const line of lines.slice(1)) {
+    let v: unknown;
+    try {
+      v = JSON.parse(line);
+    } catch {
+      return null;
+    }
+    const p = parsePackLine(v);
+    if (p === null) return null;
+    out.push(p);
+  }
+  return out;
+}
+
+const INDEX_NAME = /\/index\/([0-9a-f]{32})\.bin$/;
+
+/** Adds one opened pack index to a chunk map. */
+export function addPacks(map: ChunkMap, packs: readonly PackLine[]): void {
+  for (const p of packs) {
+    map.packs.set(p.pack, p);
+    for (const c of p.chunks) {
+      if (!map.chunks.has(c.id)) map.chunks.set(c.id, { pack: p.pack, offset: c.offset, length: c.length });
+    }
+  }
+}
+
+/**
+ * The chunk map of a job's chunk key: every pack index under `packs/<keyId>/index/` (only this
+ * job's and this key's prefix is listed, so a reference never resolves into another job). An
+ * index that does not open is listed in `unreadable` and contributes nothing.
+ */
+export async function loadChunkMap(store: ObjectStore, job: string, keys: ChunkKeys): Promise<ChunkMap> {
+  const map = emptyChunkMap(keys.keyId);
+  const objects = await listObjects(store, layout.packIndexPrefix(job, keys.keyId));
+  for (const o of objects) {
+    const m = INDEX_NAME.exec(o.key);
+    if (m === null) continue;
+    const bytes = await getObject(store, o.key, {
+      maxBytes: PACK_INDEX_MAX_BYTES,
+      tooLarge: () =>
+        new ArchiveError('ERR_ARCHIVE_INDEX_TAMPERED', { object: o.key, detail: 'pack index too large' }),
+    }).catch((e: unknown) => {
+      if (e instanceof ArchiveError && e.code === 'ERR_ARCHIVE_INDEX_TAMPERED') return null;
+      throw e;
+    });
+    const packs = bytes === null ? null : openPackIndex(bytes, job, keys, m[1]!);
+    if (packs === null) {
+      map.unreadable.push(o.key);
+      continue;
+    }
+    map.indexes.push(o.key);
+    addPacks(map, packs);
+  }
+  return map;
+}
+
+export { CHUNK_ID };

@@ -1,0 +1,94 @@
+/**
+ * Lines sealed as index frames (docs/archive-format.md §4-5: magic CFIX, nonce domain 1, at most
+ * 1 MiB of whole lines per frame, the last one final): a run's index.bin in 0.1 and 0.2, and a 0.2
+ * pack index, each under its own key and binding.
+ */
+import { createHash } from 'node:crypto';
+import { type Digest, formatDigest } from '@coffer/crypto';
+import { utf8Decode } from './bytes.ts';
+import { core } from './codec-pool.ts';
+import { indexChunks } from './index-codec.ts';
+
+export interface SealedIndex {
+  /** The frames one after the other. */
+  bytes: Uint8Array;
+  size: number;
+  digest: Digest;
+  chunks: number;
+}
+
+/** Seals lines into index frames (at most 1 MiB of whole lines each) under `key`. */
+export function sealLines(
+  lines: readonly string[],
+  key: Uint8Array,
+  binding: Uint8Array,
+  tag: Uint8Array,
+  salt: Uint8Array,
+  compress: boolean,
+): SealedIndex {
+  const chunks = indexChunks(lines);
+  const frames: Uint8Array[] = [];
+  const hash = createHash('sha384');
+  for (let i = 0; i < chunks.length; i++) {
+    const r = core.sealFrame({
+      domain: 1,
+      seq: i,
+      final: i === chunks.length - 1,
+      plain: chunks[i]!,
+      compress,
+      key,
+      binding,
+      runTag: tag,
+      salt,
+      out: null,
+    });
+    hash.update(r.frame);
+    frames.push(r.frame);
+  }
+  const bytes = Buffer.concat(frames);
+  return { bytes, size: bytes.length, digest: formatDigest(hash.digest()), chunks: frames.length };
+}
+
+/**
+ * Opens sealed index frames back into lines; null when a frame is malformed or fails its tag (the
+ * caller names the object and the error). The frames must be numbered 0..k-1, the last final.
+ */
+export function openLines(
+  bytes: Uint8Array,
+  key: Uint8Array,
+  binding: Uint8Array,
+  tag: Uint8Array,
+): string[] | null {
+  const view = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const lines: string[] = [];
+  let o = 0;
+  for (let seq = 0; o < view.length; seq++) {
+    if (view.length - o < 48) return null;
+    const stored = view.readUInt32BE(o + 16);
+    const end = o + 32 + stored + 16;
+    if (end > view.length) return null;
+    const r = core.openFrame({
+      domain: 1,
+      seq,
+      final: end === view.length,
+      frame: view.subarray(o, end),
+      key,
+      binding,
+      runTag: tag,
+      digest: null,
+      plainLength: null,
+      out: null,
+    });
+    if (!r.ok) return null;
+    let text: string;
+    try {
+      text = utf8Decode(r.plain);
+    } catch {
+      return null;
+    }
+    if (!text.endsWith('\n')) return null;
+    for (const line of text.slice(0, -1).split('\n')) lines.push(line);
+    o = end;
+  }
+  return lines.length > 0 ? lines : null;
+}

@@ -1,0 +1,252 @@
+// Format 0.2 (docs/archive-format.md §12): chunked, deduplicated runs written with
+// createChunkedWriter and read back with the same openRun / verifyRun as 0.1 runs.
+import { readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { ObjectStore } from '@coffer/objectstore';
+import t from 'tap';
+import {
+  CHUNKED_FORMAT_VERSION,
+  type ChunkedWriterOptions,
+  createChunkedWriter,
+  isChunkedManifest,
+  loadChunkedBase,
+  openRun,
+  type RecordInput,
+  readRecoveryPointer,
+  verifyRun,
+} from '../src/index.ts';
+import { fsStore, type Keys, keys, pseudoRandom, readAll, text } from './helpers.ts';
+
+// Small chunks so a few hundred KiB exercise many chunks and packs.
+const CHUNKING = { minSize: 2048, avgSize: 8192, maxSize: 65536 };
+
+function options(
+  store: ObjectStore,
+  k: Keys,
+  over: Partial<ChunkedWriterOptions> = {},
+): ChunkedWriterOptions {
+  return {
+    store,
+    job: 'job-a',
+    runId: 'run-0001',
+    prevRunId: null,
+    signerSecretKey: k.signer.secretKey,
+    recipients: { operational: k.operational.publicKey, breakGlass: k.breakGlass.publicKey },
+    source: { type: 'files', binding: 'data', origin: '/srv/data' },
+    chunking: CHUNKING,
+    packSize: 64 * 1024,
+    ...over,
+  };
+}
+
+async function writeRun(
+  store: ObjectStore,
+  k: Keys,
+  records: RecordInput[],
+  over: Partial<ChunkedWriterOptions> = {},
+) {
+  const w = await createChunkedWriter(options(store, k, over));
+  for (const r of records) await w.addRecord(r);
+  return w.finish();
+}
+
+function dataSet(): RecordInput[] {
+  const out: RecordInput[] = [];
+  for (let i = 0; i < 40; i++) {
+    out.push({
+      name: `small/${i}.txt`,
+      body: text(500 + i * 97, i),
+      change: `v1-${i}`,
+      metadata: { mode: 0o644 },
+    });
+  }
+  out.push({ name: 'big.bin', body: pseudoRandom(400 * 1024, 7), change: 'big-v1' });
+  out.push({ name: 'empty', body: new Uint8Array(0), change: 'e' });
+  return out;
+}
+
+/** A record body that fails the test if it is ever read (an unchanged record must not be). */
+function untouchable(): AsyncIterable<Uint8Array> {
+  return {
+    [Symbol.asyncIterator]() {
+      throw new Error('an unchanged record was read');
+    },
+  };
+}
+
+function bytesUnder(dir: string): number {
+  let n = 0;
+  for (const e of readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    if (e.isFile()) n += statSync(join(e.parentPath, e.name)).size;
+  }
+  return n;
+}
+
+t.test('a two-run chain: the second run stores only what changed and both read back', async (t) => {
+  const { store, root } = fsStore(t);
+  const k = keys();
+  const first = await writeRun(store, k, dataSet());
+  t.equal(first.formatVersion, CHUNKED_FORMAT_VERSION);
+  t.equal(first.newChunks, first.chunks, 'a first run stores every chunk it references');
+  t.ok(first.newPacks >= 2, 'several packs');
+  const afterFirst = bytesUnder(join(root, 'jobs/job-a/packs'));
+
+  const base = await loadChunkedBase(store, {
+    job: 'job-a',
+    runId: 'run-0001',
+    secretKey: k.operational.secretKey,
+    signerPublicKey: k.signer.publicKey,
+  });
+  t.ok(base, 'the base opens');
+  t.equal(base!.records.size, 42);
+
+  // Run 2: small/3 rewritten, the big file modified in the middle (same size), one record added,
+  // everything else unchanged (same change token: never read).
+  const big = pseudoRandom(400 * 1024, 7);
+  big.set(pseudoRandom(1000, 99), 200 * 1024);
+  const records: RecordInput[] = [];
+  for (let i = 0; i < 40; i++) {
+    records.push(
+      i === 3
+        ? { name: 'small/3.txt', body: text(800, 1234), change: 'v2-3', metadata: { mode: 0o644 } }
+        : { name: `small/${i}.txt`, body: untouchable(), change: `v1-${i}`, metadata: { mode: 0o644 } },
+    );
+  }
+  records.push({ name: 'big.bin', body: big, change: 'big-v2' });
+  records.push({ name: 'empty', body: untouchable(), change: 'e' });
+  records.push({ name: 'new.txt', body: text(3000, 5) });
+  const second = await writeRun(store, k, records, { runId: 'run-0002', prevRunId: 'run-0001', base });
+  t.equal(second.unchangedRecords, 40, '39 small files and the empty record were not read');
+  t.ok(second.newChunks < second.chunks / 4, `few new chunks (${second.newChunks} of ${second.chunks})`);
+  t.ok(second.newBytes < 40 * 1024, `new bytes ${second.newBytes} are about what changed`);
+  const grown = bytesUnder(join(root, 'jobs/job-a/packs')) - afterFirst;
+  t.ok(grown < afterFirst / 4, `the job's packs grew by ${grown} bytes, not another copy of ${afterFirst}`);
+
+  // Both runs read back completely with the break-glass key alone, and verify.
+  for (const [runId, expected] of [
+    ['run-0001', dataSet()],
+    ['run-0002', records],
+  ] as const) {
+    const run = await openRun(store, {
+      job: 'job-a',
+      runId,
+      secretKey: k.breakGlass.secretKey,
+      pinSigner: k.signer.fingerprint,
+    });
+    t.ok(isChunkedManifest(run.manifest.document));
+    const got = await readAll(run);
+    t.equal(got.length, expected.length);
+    const v = await verifyRun(store, { job: 'job-a', runId, secretKey: k.breakGlass.secretKey });
+    t.ok(v.ok, `${runId} verifies`);
+    t.equal(v.checks.records, expected.length);
+  }
+  const run2 = await openRun(store, { job: 'job-a', runId: 'run-0002', secretKey: k.operational.secretKey });
+  const got = await readAll(run2);
+  const byName = new Map(got.map((g) => [g.entry.name, g.body]));
+  const same = (a: Uint8Array | undefined, b: Uint8Array) =>
+    a !== undefined && Buffer.from(a).equals(Buffer.from(b));
+  t.ok(same(byName.get('big.bin'), big), 'the modified large record reads back exactly');
+  t.ok(
+    same(byName.get('small/5.txt'), text(500 + 5 * 97, 5)),
+    "an unchanged record reads back from the first run's packs",
+  );
+  t.ok(same(byName.get('small/3.txt'), text(800, 1234)), 'the rewritten record reads back');
+  t.equal(byName.get('empty')?.length, 0);
+  // readRecords gives the same bytes.
+  const entries = [];
+  for await (const e of run2.records()) entries.push(e);
+  let n = 0;
+  for await (const r of run2.readRecords(entries)) {
+    t.ok(
+      Buffer.concat(r.pieces).equals(Buffer.from(byName.get(r.entry.name)!)),
+      `readRecords: ${r.entry.name}`,
+    );
+    r.release();
+    n++;
+  }
+  t.equal(n, entries.length);
+  const pointer = await readRecoveryPointer(store);
+  t.equal(pointer?.formatVersion, CHUNKED_FORMAT_VERSION);
+  t.equal(pointer?.supported, true);
+});
+
+t.test('damage is named: a missing pack, a changed pack, a chunk id that does not match', async (t) => {
+  const { store, root } = fsStore(t);
+  const k = keys();
+  await writeRun(store, k, dataSet());
+  const packFiles = readdirSync(join(root, 'jobs/job-a/packs'), { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile() && e.parentPath.includes('/data/'))
+    .map((e) => join(e.parentPath, e.name));
+  t.ok(packFiles.length >= 2);
+  const verify = () =>
+    verifyRun(store, { job: 'job-a', runId: 'run-0001', secretKey: k.operational.secretKey });
+
+  const victim = packFiles[0]!;
+  const saved = readFileSync(victim);
+  const flipped = Buffer.from(saved);
+  flipped[100] = flipped[100]! ^ 1;
+  writeFileSync(victim, flipped);
+  let v = await verify();
+  t.equal(v.ok, false);
+  t.equal(v.failure?.code, 'ERR_ARCHIVE_SHARD_TAMPERED', 'a changed pack fails its digest');
+
+  rmSync(victim);
+  v = await verify();
+  t.equal(v.failure?.code, 'ERR_ARCHIVE_PACK_MISSING', 'a deleted pack is named');
+  t.match(v.failure?.object ?? '', /packs\/[0-9a-f]{32}\/data\//);
+
+  writeFileSync(victim, saved);
+  v = await verify();
+  t.ok(v.ok, 'restored pack verifies again');
+
+  // Without its pack indexes no chunk can be found.
+  rmSync(join(root, 'jobs/job-a/packs', readdirSync(join(root, 'jobs/job-a/packs'))[0]!, 'index'), {
+    recursive: true,
+  });
+  v = await verify();
+  t.equal(v.failure?.code, 'ERR_ARCHIVE_CHUNK_MISSING');
+});
+
+t.test('chunks never cross jobs: another job with the same data has its own key and packs', async (t) => {
+  const { store } = fsStore(t);
+  const k = keys();
+  const a = await writeRun(store, k, dataSet());
+  const b = await writeRun(store, k, dataSet(), { job: 'job-b' });
+  t.equal(b.newChunks, b.chunks, 'job-b deduplicates nothing against job-a');
+  t.equal(a.chunks, b.chunks);
+  const ra = await openRun(store, { job: 'job-a', runId: 'run-0001', secretKey: k.operational.secretKey });
+  const rb = await openRun(store, { job: 'job-b', runId: 'run-0001', secretKey: k.operational.secretKey });
+  const da = ra.manifest.document;
+  const db = rb.manifest.document;
+  t.ok(isChunkedManifest(da) && isChunkedManifest(db) && da.chunkKey !== db.chunkKey, 'distinct chunk keys');
+});
+
+t.test('bad input is refused clearly', async (t) => {
+  const { store } = fsStore(t);
+  const k = keys();
+  await t.rejects(createChunkedWriter(options(store, k, { packSize: -1 })), {
+    code: 'ERR_ARCHIVE_INVALID_ARGUMENT',
+  });
+  await t.rejects(
+    createChunkedWriter(options(store, k, { chunking: { minSize: 3000, avgSize: 8192, maxSize: 65536 } })),
+    {
+      code: 'ERR_ARCHIVE_INVALID_ARGUMENT',
+    },
+  );
+  const w = await createChunkedWriter(options(store, k));
+  await t.rejects(w.addRecord({ name: '', body: new Uint8Array(1) }), {
+    code: 'ERR_ARCHIVE_INVALID_ARGUMENT',
+  });
+  const failing: AsyncIterable<Uint8Array> = {
+    async *[Symbol.asyncIterator]() {
+      yield new Uint8Array(10);
+      throw new Error('disk gone');
+    },
+  };
+  await t.rejects(w.addRecord({ name: 'x', body: failing }), { code: 'ERR_ARCHIVE_SOURCE_READ' });
+  await t.rejects(w.finish(), { code: 'ERR_ARCHIVE_INVALID_STATE' }, 'a failed writer cannot commit');
+  t.equal(
+    await loadChunkedBase(store, { job: 'job-a', runId: null, secretKey: k.operational.secretKey }),
+    null,
+  );
+});
