@@ -23,7 +23,7 @@ import { INDEX_FORMAT } from './internal/index-codec.ts';
 import { chunkKeyAad } from './internal/manifest.ts';
 import { runBinding, runTag } from './internal/run-binding.ts';
 import { openLines } from './internal/sealed-lines.ts';
-import { getObject } from './internal/store.ts';
+import { getObject, listObjects } from './internal/store.ts';
 import { layout } from './layout.ts';
 import type {
   ChunkedManifestDocument,
@@ -318,28 +318,77 @@ export class ChunkedRunReader implements OpenedRun {
   }
 
   /**
-   * Verifies the whole run: the index, every record's chunks (pack digest, tag, chunk id) and
-   * plaintext SHA-384, and every pack-reference line (its pack present with the recorded size, or
-   * every chunk it held found elsewhere, e.g. after a repack).
+   * Verifies the run: the index; every record's chunks (pack digest, tag, chunk id) and plaintext
+   * SHA-384; every pack-reference line (its pack present with the recorded size, or every chunk it
+   * held found elsewhere, e.g. after a repack). With `newPacks` (the writer's read-back), only those
+   * packs are read; the other referenced packs are checked by listing and pack-index digest.
    */
-  async verifyAll(checks: VerifyChecks, onProgress?: (p: VerifyProgress) => void): Promise<void> {
+  async verifyAll(
+    checks: VerifyChecks,
+    onProgress?: (p: VerifyProgress) => void,
+    newPacks?: readonly string[],
+  ): Promise<void> {
     const { entries, packRefs } = await this.loadIndex();
     checks.index = true;
     const map = await this.chunkMap();
+    const { job } = this.doc;
     const packs = new Set<string>();
     for (const e of entries)
       for (const r of e.chunks!) {
         const loc = map.chunks.get(r.id);
-        if (loc !== undefined) packs.add(loc.pack);
+        if (loc === undefined) {
+          throw new ArchiveError('ERR_ARCHIVE_CHUNK_MISSING', {
+            object: layout.packIndexPrefix(job, this.keys.keyId),
+            detail: `chunk ${r.id} of run ${job}/${this.doc.runId}`,
+          });
+        }
+        packs.add(loc.pack);
       }
-    let bytesDone = 0;
+    for (const ref of packRefs) {
+      const line = map.packs.get(ref.pack);
+      if (line !== undefined && line.sha384 === ref.sha384 && line.size === ref.size) continue;
+      // Not described as recorded: acceptable only when no record needs it (it was repacked and
+      // every chunk resolves elsewhere).
+      if (line === undefined && !packs.has(ref.pack)) continue;
+      throw new ArchiveError('ERR_ARCHIVE_SHARD_TAMPERED', {
+        object: layout.pack(job, this.keys.keyId, ref.pack),
+        detail: "pack differs from the run's signed pack reference",
+      });
+    }
     this.onPackOpened = () => {
       checks.shards++;
     };
+    const fresh = newPacks === undefined ? null : new Set(newPacks);
+    if (fresh !== null) {
+      // Packs stored by earlier runs: present with their described size (one listing).
+      const listed = new Map<string, number>();
+      for (const o of await listObjects(this.store, layout.packDataPrefix(job, this.keys.keyId)))
+        listed.set(o.key, o.size);
+      for (const pack of packs) {
+        if (fresh.has(pack)) continue;
+        const object = layout.pack(job, this.keys.keyId, pack);
+        const size = listed.get(object);
+        if (size === undefined) throw new ArchiveError('ERR_ARCHIVE_PACK_MISSING', { object });
+        if (size !== map.packs.get(pack)!.size) {
+          throw new ArchiveError('ERR_ARCHIVE_SHARD_TAMPERED', {
+            object,
+            detail: 'size differs from its pack index',
+          });
+        }
+      }
+    }
+    let bytesDone = 0;
     for (const entry of entries) {
-      const hash = createHash('sha384');
-      for (const ref of entry.chunks!) hash.update(await this.readChunk(ref, map));
-      this.checkRecord(entry, hash);
+      const only = fresh === null || entry.chunks!.every((r) => fresh.has(map.chunks.get(r.id)!.pack));
+      if (only) {
+        const hash = createHash('sha384');
+        for (const ref of entry.chunks!) hash.update(await this.readChunk(ref, map));
+        this.checkRecord(entry, hash);
+      } else {
+        // Chunks in new packs are read and checked against their ids; the rest were when stored.
+        for (const ref of entry.chunks!)
+          if (fresh!.has(map.chunks.get(ref.id)!.pack)) await this.readChunk(ref, map);
+      }
       checks.records++;
       checks.bytes += entry.size;
       bytesDone += entry.size;
@@ -348,17 +397,6 @@ export class ChunkedRunReader implements OpenedRun {
         shards: packs.size,
         bytesDone,
         bytes: this.doc.totals.bytes,
-      });
-    }
-    for (const ref of packRefs) {
-      const line = map.packs.get(ref.pack);
-      if (line !== undefined && line.sha384 === ref.sha384 && line.size === ref.size) continue;
-      // Not described as recorded: acceptable only when no record needs it (it was repacked and
-      // every chunk resolved elsewhere above).
-      if (line === undefined && !packs.has(ref.pack)) continue;
-      throw new ArchiveError('ERR_ARCHIVE_SHARD_TAMPERED', {
-        object: layout.pack(this.doc.job, this.keys.keyId, ref.pack),
-        detail: "pack differs from the run's signed pack reference",
       });
     }
   }

@@ -205,11 +205,18 @@ export interface ChunkedRunSummary extends RunSummary {
   newPacks: number;
   /** Records taken from the base run without reading them (same change token). */
   unchangedRecords: number;
+  /** Ids of the packs this run stored (its read-back reads these in full: `verifyRun` `newPacks`). */
+  packIds: string[];
 }
 
 export interface ChunkedWriter {
   readonly job: string;
   readonly runId: string;
+  /**
+   * True when `addRecord` would take this record from the base run without reading its body
+   * (same name, size and change token, every chunk still held): a caller can then skip opening it.
+   */
+  wouldReuse(record: { name: string; size?: number; change?: string }): boolean;
   /** As ArchiveWriter.addRecord; a record with an unchanged `change` token is not read. */
   addRecord(record: RecordInput): Promise<RecordResult>;
   finish(): Promise<ChunkedRunSummary>;
@@ -386,8 +393,12 @@ class ChunkedRunWriter implements ChunkedWriter {
     }
   }
 
+  wouldReuse(record: { name: string; size?: number; change?: string }): boolean {
+    return this.unchangedFrom(record.name, record) !== null;
+  }
+
   /** The base record this one may reuse unread: same name, size and change token, every chunk held. */
-  private unchangedFrom(name: string, record: RecordInput): IndexEntry | null {
+  private unchangedFrom(name: string, record: { size?: number; change?: string }): IndexEntry | null {
     if (record.change === undefined) return null;
     const prev = this.c.baseRecords.get(name);
     if (prev === undefined || prev.change !== record.change || prev.chunks === undefined) return null;
@@ -669,6 +680,7 @@ class ChunkedRunWriter implements ChunkedWriter {
       newBytes: this.newBytes,
       newPacks: this.newPacks.length,
       unchangedRecords: this.unchanged,
+      packIds: this.newPacks.map((p) => p.pack),
     };
   }
 

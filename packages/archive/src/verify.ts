@@ -39,7 +39,7 @@ export async function verifyRun(store: ObjectStore, options: VerifyRunOptions): 
     checks.keyUnwrapped = true;
     if (run instanceof ChunkedRunReader) {
       // 0.2: every record's chunks (pack digest, tag, chunk id) and plaintext, and the pack references.
-      await run.verifyAll(checks, options.onProgress);
+      await run.verifyAll(checks, options.onProgress, options.newPacks);
       return { ok: true, job, runId: options.runId, checks };
     }
     const doc = run.manifest.document as ShardedManifestDocument;

@@ -250,3 +250,64 @@ t.test('bad input is refused clearly', async (t) => {
     null,
   );
 });
+
+t.test(
+  'the writer read-back (newPacks) reads only the new packs and checks the rest by listing',
+  async (t) => {
+    const { store, root } = fsStore(t);
+    const k = keys();
+    const first = await writeRun(store, k, dataSet());
+    const base = await loadChunkedBase(store, {
+      job: 'job-a',
+      runId: 'run-0001',
+      secretKey: k.operational.secretKey,
+    });
+    const records = dataSet().map((r) =>
+      r.name === 'small/1.txt' ? { ...r, body: text(900, 77), change: 'v2' } : r,
+    );
+    const w = await createChunkedWriter(
+      options(store, k, { runId: 'run-0002', prevRunId: 'run-0001', base }),
+    );
+    t.equal(
+      w.wouldReuse({ name: 'small/2.txt', size: 500 + 2 * 97, change: 'v1-2' }),
+      true,
+      'an unchanged record would be reused',
+    );
+    t.equal(
+      w.wouldReuse({ name: 'small/2.txt', size: 500 + 2 * 97, change: 'other' }),
+      false,
+      'another token is read',
+    );
+    t.equal(w.wouldReuse({ name: 'nope', change: 'v1-2' }), false);
+    for (const r of records) await w.addRecord(r);
+    const second = await w.finish();
+    t.equal(second.packIds.length, second.newPacks);
+    t.ok(second.newPacks >= 1 && second.newPacks < first.newPacks);
+    let opened = 0;
+    const v = await verifyRun(store, {
+      job: 'job-a',
+      runId: 'run-0002',
+      secretKey: k.operational.secretKey,
+      newPacks: second.packIds,
+      onProgress: (p) => {
+        opened = p.shardsDone;
+      },
+    });
+    t.ok(v.ok, 'the incremental read-back passes');
+    t.equal(v.checks.records, records.length);
+    t.equal(opened, second.newPacks, 'only the new packs were opened');
+    // An old pack the run needs is gone: the listing check names it without reading anything.
+    const old = readdirSync(join(root, 'jobs/job-a/packs'), { recursive: true, withFileTypes: true }).find(
+      (e) =>
+        e.isFile() && e.parentPath.includes('/data/') && !second.packIds.some((p) => e.name.startsWith(p)),
+    )!;
+    rmSync(join(old.parentPath, old.name));
+    const bad = await verifyRun(store, {
+      job: 'job-a',
+      runId: 'run-0002',
+      secretKey: k.operational.secretKey,
+      newPacks: second.packIds,
+    });
+    t.equal(bad.failure?.code, 'ERR_ARCHIVE_PACK_MISSING');
+  },
+);

@@ -262,7 +262,18 @@ class FilesSource implements SourceConnector {
     }
   }
 
-  #record(name: string, st: { size: number; mode: number; mtimeMs: number; uid: number; gid: number }) {
+  #record(
+    name: string,
+    st: {
+      size: number;
+      mode: number;
+      mtimeMs: number;
+      ctimeMs: number;
+      ino: number;
+      uid: number;
+      gid: number;
+    },
+  ) {
     return {
       name,
       size: st.size,
@@ -270,6 +281,9 @@ class FilesSource implements SourceConnector {
       binding: this.binding,
       namespace: this.namespace,
       metadata: { mode: st.mode & 0o7777, mtimeMs: st.mtimeMs, uid: st.uid, gid: st.gid },
+      // The change time moves on every write (and cannot be set back by a user as mtime can), and
+      // the inode changes when a file is replaced by a rename: both guard an unread reference.
+      change: `${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}`,
     };
   }
 

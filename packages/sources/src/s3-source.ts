@@ -197,6 +197,11 @@ class S3Source implements SourceConnector {
         ...(o.lastModified === undefined ? {} : { lastModified: o.lastModified.toISOString() }),
         ...(contentTypes[i] === undefined ? {} : { contentType: contentTypes[i] }),
       },
+      // An object's bytes change only with its ETag (a rewrite with the same bytes keeps it, which
+      // is still the same content); size and time are belt and braces.
+      ...(o.etag === undefined
+        ? {}
+        : { change: `${o.etag}:${o.size}:${o.lastModified?.toISOString() ?? ''}` }),
     }));
     return {
       records,

@@ -27,6 +27,13 @@ export interface SourceRecordInfo {
   namespace: string;
   /** Per-type metadata (JSON-serialisable); `write` takes it back on restore. See the README. */
   metadata: Record<string, unknown>;
+  /**
+   * A change token, when the source can tell a record changed without reading it: equal tokens at
+   * two listings mean the bytes are the same (files: inode, size, modification and change times;
+   * s3: ETag, size, last-modified). An incremental run references such a record unread. Absent when
+   * the source cannot say (redis, sqlite): the record is then always read.
+   */
+  change?: string;
 }
 
 /** A name the listing saw but will not back up (symlink, special file, unreadable directory, ...). */

@@ -84,6 +84,11 @@ const jobFields = {
   retention: Type.Optional(Retention),
   /** Record an unchanged source as `ok` with `unchangedFrom`, no new archive (docs/runs.md); default false. */
   skipUnchanged: Type.Optional(Type.Boolean()),
+  /**
+   * Seal runs in archive format 0.2 (docs/archive-format.md §12): chunks deduplicated against the
+   * job's earlier runs, records whose change token is unchanged referenced unread; default false.
+   */
+  incremental: Type.Optional(Type.Boolean()),
   /** Most entries one run may list from the source (default 2,000,000, runs/executor.ts); more fails the run. */
   maxEntries: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_MAX_ENTRIES })),
   restoreTestCadenceSeconds: Type.Optional(
@@ -135,6 +140,7 @@ export const StoredJob = Type.Object(
     destinations: Type.Array(Id, { minItems: 1, maxItems: 16, uniqueItems: true }),
     retention: Type.Optional(Retention),
     skipUnchanged: Type.Optional(Type.Boolean()),
+    incremental: Type.Optional(Type.Boolean()),
     maxEntries: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_MAX_ENTRIES })),
     restoreTestCadenceSeconds: Type.Union([
       Type.Integer({ minimum: 3600, maximum: MAX_CADENCE_SECONDS }),
@@ -158,6 +164,7 @@ export function normaliseJob(input: JobInput | UpsertBody): JobConfig {
   if (input.name !== undefined) job.name = input.name;
   if (input.retention !== undefined) job.retention = input.retention;
   if (input.skipUnchanged !== undefined) job.skipUnchanged = input.skipUnchanged;
+  if (input.incremental !== undefined) job.incremental = input.incremental;
   if (input.maxEntries !== undefined) job.maxEntries = input.maxEntries;
   return job;
 }

@@ -7,7 +7,7 @@
  * Every stage of the executor changes destination state through this one object (never by
  * writing into shared arrays or records), so "which copies are still live" has one answer.
  */
-import type { ArchiveWriter, ResumePoint } from '@coffer/archive';
+import type { ArchiveWriter, ChunkedWriter, ResumePoint } from '@coffer/archive';
 import type { ObjectStore } from '@coffer/objectstore';
 import type { RunDestinationState } from '@coffer/state';
 import { type Classification, classifyFailure } from './reasons.ts';
@@ -21,7 +21,8 @@ export type FailedCopies = Record<string, { reason: string; causeDigest: string 
 export interface Lane {
   id: string;
   store: ObjectStore;
-  writer: ArchiveWriter;
+  /** A 0.1 writer (checkpointed, resumable) or a 0.2 chunked writer (restarts deduplicated). */
+  writer: ArchiveWriter | ChunkedWriter;
   resume: ResumePoint | null;
   /** Records this writer already holds (archive index it continues at). */
   from: number;
@@ -32,6 +33,8 @@ export interface Lane {
 export interface SealedCopy {
   id: string;
   store: ObjectStore;
+  /** 0.2: the packs this attempt stored (read back in full; the rest are checked by listing). */
+  newPacks?: readonly string[];
 }
 
 interface CopyLog {

@@ -8,7 +8,10 @@
  *     break-glass public key): `engine not fully configured`, or a destination is not configured.
  *  2. `openLanes`: for EVERY destination of the job, resume its archive writer from the run's
  *     checkpoint (finished shards are never rewritten), or skip it when its manifest is already
- *     sealed (a crash between seal and read-back), or start a fresh writer.
+ *     sealed (a crash between seal and read-back), or start a fresh writer. A job with
+ *     `incremental: true` gets a chunked (format 0.2) writer built on the destination's latest
+ *     `ok` run (chunkedBaseFor); it keeps no checkpoint: a new attempt starts it again and
+ *     deduplicates against the packs the earlier attempt described.
  *  3. `feed`: enumerate the source; records the checkpoint already holds are skipped without being read
  *     (the last one's name must line up, else `resume state divergent`); the rest are read with
  *     bounded read-ahead and appended to every writer that needs them. A record that vanished or
@@ -26,7 +29,18 @@
  * to the engine's key alone; log lines carry reasons, codes and cause digests, never raw messages,
  * record names or bytes.
  */
-import { createArchiveWriter, layout, resumeArchiveWriter, verifyRun } from '@coffer/archive';
+import {
+  type ChunkedBase,
+  type ChunkedWriter,
+  createArchiveWriter,
+  createChunkedWriter,
+  isArchiveError,
+  layout,
+  listRuns,
+  loadChunkedBase,
+  resumeArchiveWriter,
+  verifyRun,
+} from '@coffer/archive';
 import type { ObjectStore } from '@coffer/objectstore';
 import type { HeldLease, RunRecord, State } from '@coffer/state';
 import { jobDestinations, type RunJob } from '../jobs/index.ts';
@@ -308,6 +322,26 @@ async function openLanes(
         });
         copies.addLane({ id, store, writer: r.writer, resume: r.resume, from: r.resume.recordsDone });
         copies.set(id, { state: 'writing', shards: r.resume.shardsDone, resumedAt: nowIso() });
+      } else if (job.incremental === true) {
+        let packs = 0;
+        const writer = await createChunkedWriter({
+          store,
+          job: job.id,
+          runId: run.id,
+          prevRunId: run.prevRunId,
+          signerSecretKey: deps.keys.signer.secretKey,
+          recipients: { operational: deps.keys.operational.publicKey, breakGlass: breakGlass.publicKey },
+          source: { type: source.type, binding: source.binding, namespace: source.namespace },
+          base: await chunkedBaseFor(deps, store, job, run),
+          onPack: () => {
+            copies.update(id, { state: 'writing', shards: ++packs });
+          },
+          ...commitGuard,
+          ...(deps.workers !== undefined ? { workers: deps.workers } : {}),
+          ...(deps.shardSize !== undefined ? { packSize: deps.shardSize } : {}),
+        });
+        copies.addLane({ id, store, writer, resume: null, from: 0 });
+        copies.set(id, { state: 'writing', shards: 0 });
       } else {
         const writer = await createArchiveWriter({
           store,
@@ -400,15 +434,27 @@ async function feed(
     streamBuffers[i] ??= takeReadMemory(LARGE_SCRATCH);
     return streamBuffers[i]!;
   };
+  // A record every live lane takes unread from its base run (same change token) is never opened:
+  // its body is empty and the writers do not look at it.
+  const unread = ({ rec }: { rec: RunSourceRecord }): boolean => {
+    if (rec.change === undefined) return false;
+    const lanes = copies.live();
+    return lanes.length > 0 && lanes.every((l) => 'wouldReuse' in l.writer && l.writer.wouldReuse(rec));
+  };
+  const nothing = new Uint8Array(0);
+  const noStream = async (): Promise<AsyncIterable<Uint8Array>> => (async function* () {})();
   const ahead = readAhead(
     needed(),
-    ({ rec }, buffer) => src.read(rec.name, buffer === undefined ? undefined : { buffer }),
-    ({ rec }) => rec.size,
+    (item, buffer) =>
+      unread(item) ? noStream() : src.read(item.rec.name, buffer === undefined ? undefined : { buffer }),
+    (item) => (unread(item) ? 0 : item.rec.size),
     {
       concurrency: ra.concurrency ?? 8,
       budgetBytes: ra.budgetBytes ?? 32 * 1024 * 1024,
       smallBytes,
-      readInto: src.readInto ? ({ rec }, buffer) => src.readInto!(rec.name, buffer) : undefined,
+      readInto: src.readInto
+        ? (item, buffer) => (unread(item) ? Promise.resolve(nothing) : src.readInto!(item.rec.name, buffer))
+        : undefined,
       largeBuffer: streamBuffer(0),
     },
   );
@@ -434,6 +480,7 @@ async function feed(
         binding: rec.binding,
         namespace: rec.namespace,
         metadata: scalarMetadata(rec.metadata),
+        ...(rec.change === undefined ? {} : { change: rec.change }),
       };
       const results = await Promise.allSettled(
         targets.map(async (l, i) => {
@@ -441,7 +488,9 @@ async function feed(
           const b =
             body instanceof Uint8Array || i === 0
               ? body!
-              : await src.read(rec.name, { buffer: streamBuffer(i) });
+              : unread(item)
+                ? await noStream()
+                : await src.read(rec.name, { buffer: streamBuffer(i) });
           try {
             return await l.writer.addRecord({ ...input, body: b });
           } catch (err) {
@@ -479,7 +528,11 @@ async function seal({ deps, run, copies }: Attempt): Promise<void> {
     try {
       const summary = await l.writer.finish();
       copies.set(l.id, { state: 'written', bytes: summary.storedBytes, shards: summary.shards });
-      copies.addSealed({ id: l.id, store: l.store });
+      copies.addSealed({
+        id: l.id,
+        store: l.store,
+        ...('packIds' in summary ? { newPacks: summary.packIds as string[] } : {}),
+      });
     } catch (err) {
       if (!isDestinationFault(err) || classifyFailure(err).disposition !== 'fail') throw err;
       await copies.failLane(l, err, { abort: false });
@@ -504,6 +557,8 @@ async function readBack({ deps, job, run, copies }: Attempt): Promise<{ records:
       secretKey: deps.keys.operational.secretKey,
       signerPublicKey: deps.keys.signer.publicKey,
       ...(deps.workers !== undefined ? { workers: deps.workers } : {}),
+      // A 0.2 copy this attempt sealed: its new packs in full, the older ones by listing and digest.
+      ...(s.newPacks !== undefined ? { newPacks: s.newPacks } : {}),
     });
     if (verdict.ok) {
       copies.update(s.id, { state: 'verified', verifiedAt: nowIso() });
@@ -549,4 +604,51 @@ async function unchangedSince(
     if (!store || !(await archivePresent(store, job.id, base, deps.keys.signer.publicKey))) return null;
   }
   return { prev, base, fingerprint: now };
+}
+
+/** Base runs tried, newest first, before an incremental run gives up and stores everything. */
+const BASE_CANDIDATES = 5;
+
+/**
+ * The base of an incremental run on one destination: its newest run that the state records `ok`
+ * and whose manifest and index verify (signed by this engine), opened with the operational key.
+ * A base that does not open is passed over (logged); none: null, and the run stores every chunk
+ * under a fresh chunk key. A destination fault (throttle, unreachable) is thrown.
+ */
+async function chunkedBaseFor(
+  deps: ExecutorDeps,
+  store: ObjectStore,
+  job: RunJob,
+  run: RunRecord,
+): Promise<ChunkedBase | null> {
+  const listed = (await listRuns(store, job.id)).filter((r) => r.runId !== run.id);
+  listed.sort((a, b) => (b.lastModified?.getTime() ?? 0) - (a.lastModified?.getTime() ?? 0));
+  let tried = 0;
+  for (const r of listed) {
+    if (tried >= BASE_CANDIDATES) break;
+    const rec = await deps.state.runs.get(r.runId);
+    if (rec?.status !== 'ok' || rec.prunedAt !== null) continue;
+    tried++;
+    try {
+      return await loadChunkedBase(store, {
+        job: job.id,
+        runId: r.runId,
+        secretKey: deps.keys.operational.secretKey,
+        signerPublicKey: deps.keys.signer.publicKey,
+      });
+    } catch (err) {
+      if (isArchiveError(err) && err.code === 'ERR_ARCHIVE_DESTINATION') throw err;
+      deps.log.warn(
+        {
+          event: 'incremental-base-skipped',
+          job: job.id,
+          runId: run.id,
+          base: r.runId,
+          code: isArchiveError(err) ? err.code : 'ERR_UNKNOWN',
+        },
+        `run ${run.id}: base ${r.runId} does not open; trying an older one`,
+      );
+    }
+  }
+  return null;
 }

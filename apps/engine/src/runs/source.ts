@@ -17,6 +17,8 @@ export interface RunSourceRecord {
   binding: string;
   namespace: string;
   metadata: Record<string, unknown>;
+  /** The connector's change token (files, s3): equal tokens mean unchanged bytes. */
+  change?: string;
 }
 
 export interface RunSourceSkipped {
