@@ -17,6 +17,7 @@ import {
   type Digest,
   fingerprint,
   formatDigest,
+  fromBase64Url,
   randomBytes,
   sha384,
   sign,
@@ -25,6 +26,12 @@ import {
 import type { ObjectStore } from '@coffer/objectstore';
 import { openChunkedIndex, unwrapChunkKey } from './chunked-reader.ts';
 import { ArchiveError } from './errors.ts';
+import {
+  CHUNKED_CHECKPOINT_FORMAT,
+  type ChunkedCheckpointState,
+  openCheckpoint,
+  sealCheckpoint,
+} from './internal/checkpoint.ts';
 import {
   type ChunkKeys,
   chunkId,
@@ -81,6 +88,8 @@ import {
   type ManifestRecipient,
   type RecordInput,
   type RecordResult,
+  type ResumeArchiveWriterOptions,
+  type ResumePoint,
   type RunSummary,
 } from './types.ts';
 
@@ -220,6 +229,13 @@ export interface ChunkedWriter {
   /** As ArchiveWriter.addRecord; a record with an unchanged `change` token is not read. */
   addRecord(record: RecordInput): Promise<RecordResult>;
   finish(): Promise<ChunkedRunSummary>;
+  /**
+   * Describes the packs stored so far in a pack index (so a new attempt deduplicates against
+   * them) and returns a checkpoint: the chunk key, the base run and the run's identity, sealed to
+   * the operational key and signed. `resumeChunkedWriter` continues from it; records are fed again
+   * from the first (those already stored cost a read, never a second upload).
+   */
+  exportCheckpoint(): Promise<Uint8Array>;
   /** Stops the writer; packs already stored stay (a later prune removes them if no run uses them). */
   abort(): Promise<void>;
 }
@@ -263,7 +279,9 @@ export async function createChunkedWriter(options: ChunkedWriterOptions): Promis
     keys,
     map: base?.map ?? emptyChunkMap(keys.keyId),
     baseRecords: base?.records ?? new Map(),
+    baseRunId: base?.runId ?? null,
     recipients,
+    operationalPublicKey: options.recipients.operational,
     signerSecretKey: signer.secret,
     signerPublicKey: signer.public,
     packSize,
@@ -274,6 +292,90 @@ export async function createChunkedWriter(options: ChunkedWriterOptions): Promis
     beforeCommit: options.beforeCommit,
     writeRecovery: options.writeRecovery ?? true,
   });
+}
+
+/**
+ * Continues a 0.2 run from `exportCheckpoint()`: the same run id, chunk key and base; the caller
+ * feeds every record again from the first (`resume.recordsDone` is 0), and chunks the earlier
+ * attempt stored are referenced, not stored again. Throws ERR_ARCHIVE_CHECKPOINT_UNREADABLE when the
+ * checkpoint does not verify with this signer or open with this operational key.
+ */
+export async function resumeChunkedWriter(
+  checkpoint: Uint8Array,
+  options: ResumeArchiveWriterOptions & { onPack?: ChunkedWriterOptions['onPack'] },
+): Promise<{ writer: ChunkedWriter; resume: ResumePoint }> {
+  assertRuntime();
+  const signer = signerKeys(options.signerSecretKey);
+  if (!(options.operationalSecretKey instanceof Uint8Array))
+    throw invalid('operationalSecretKey must be a Uint8Array');
+  const { state, operationalPublicKey } = await openCheckpoint<ChunkedCheckpointState>(
+    checkpoint,
+    options.operationalSecretKey,
+    signer.secret,
+    CHUNKED_CHECKPOINT_FORMAT,
+  );
+  let keys: ChunkKeys;
+  let chunker: ContentChunker;
+  try {
+    assertId('job', state.job);
+    assertId('runId', state.runId);
+    keys = chunkKeys(new Uint8Array(fromBase64Url(state.chunkKey)));
+    chunker = new ContentChunker(state.chunking);
+  } catch (e) {
+    throw new ArchiveError('ERR_ARCHIVE_CHECKPOINT_UNREADABLE', { detail: 'state malformed', cause: e });
+  }
+  const { store } = options;
+  if ((await headObject(store, layout.manifest(state.job, state.runId))) !== null) {
+    throw invalid(`run ${state.job}/${state.runId} is already sealed in this destination`);
+  }
+  // The base's records again (a base that no longer opens only costs reads), and the chunk map of
+  // the key, which now includes the packs the earlier attempt described.
+  let baseRecords: ReadonlyMap<string, IndexEntry> = new Map();
+  if (state.baseRunId !== null) {
+    const base = await loadChunkedBase(store, {
+      job: state.job,
+      runId: state.baseRunId,
+      secretKey: options.operationalSecretKey,
+      signerPublicKey: signer.public,
+    }).catch(() => null);
+    if (base !== null && base.keyId === keys.keyId) baseRecords = base.records;
+  }
+  const map = await loadChunkMap(store, state.job, keys);
+  const writer = new ChunkedRunWriter({
+    store,
+    job: state.job,
+    runId: state.runId,
+    prevRunId: state.prevRunId,
+    source: state.source,
+    startedAt: state.startedAt,
+    now: options.now ?? (() => new Date()),
+    keys,
+    map,
+    baseRecords,
+    baseRunId: state.baseRunId,
+    recipients: state.recipients,
+    operationalPublicKey,
+    signerSecretKey: signer.secret,
+    signerPublicKey: signer.public,
+    packSize: state.packSize,
+    chunker,
+    compress: state.compress,
+    codec: frameCodec(options.workers),
+    onPack: options.onPack,
+    beforeCommit: options.beforeCommit,
+    writeRecovery: options.writeRecovery ?? true,
+  });
+  return {
+    writer,
+    resume: {
+      job: state.job,
+      runId: state.runId,
+      recordsDone: 0,
+      lastRecordName: null,
+      shardsDone: 0,
+      partial: null,
+    },
+  };
 }
 
 interface Config {
@@ -287,6 +389,8 @@ interface Config {
   keys: ChunkKeys;
   map: ChunkMap;
   baseRecords: ReadonlyMap<string, IndexEntry>;
+  baseRunId: string | null;
+  operationalPublicKey: Uint8Array;
   recipients: ManifestRecipient[];
   signerSecretKey: Uint8Array;
   signerPublicKey: Uint8Array;
@@ -313,6 +417,8 @@ class ChunkedRunWriter implements ChunkedWriter {
   /** Packs the run's records reference. */
   private readonly referenced = new Set<string>();
   private readonly newPacks: PackLine[] = [];
+  /** newPacks[0..flushed) are described by a pack index already stored. */
+  private flushed = 0;
   private readonly inFlight: Promise<void>[] = [];
   private flightError: unknown = null;
   // The open pack: committed chunks in [0, packLen), the chunk being cut in [packLen, packLen + openLen).
@@ -525,6 +631,55 @@ class ChunkedRunWriter implements ChunkedWriter {
     while (this.inFlight.length > Math.max(1, c.codec.parallel)) await this.inFlight.shift();
   }
 
+  /** Stores a pack index describing the packs stored since the last one (none: nothing). */
+  private async flushIndex(): Promise<void> {
+    const packs = this.newPacks.slice(this.flushed);
+    if (packs.length === 0) return;
+    const { c } = this;
+    this.flushed += packs.length;
+    const ix = sealPackIndex(c.job, c.keys, newObjectId(), packs, this.salt);
+    try {
+      await putObject(c.store, ix.key, ix.bytes, {
+        contentLength: ix.bytes.length,
+        contentType: 'application/octet-stream',
+        ifNoneMatch: '*',
+      });
+    } catch (e) {
+      this.flushed -= packs.length;
+      throw e;
+    }
+  }
+
+  async exportCheckpoint(): Promise<Uint8Array> {
+    if (this.state === 'failed' || this.state === 'finished') {
+      throw new ArchiveError('ERR_ARCHIVE_INVALID_STATE', { detail: `writer is ${this.state}` });
+    }
+    // Best effort: the key and base in the checkpoint matter most (a new attempt keeps the job's
+    // chunk key); packs left undescribed by a failed flush are stored again and pruned later.
+    await this.flushIndex().catch(() => undefined);
+    const { c } = this;
+    const state: ChunkedCheckpointState = {
+      format: CHUNKED_CHECKPOINT_FORMAT,
+      formatVersion: CHUNKED_FORMAT_VERSION,
+      job: c.job,
+      runId: c.runId,
+      prevRunId: c.prevRunId,
+      source: c.source,
+      startedAt: c.startedAt,
+      chunkKey: toBase64Url(c.keys.chunkKey),
+      baseRunId: c.baseRunId,
+      recipients: c.recipients,
+      packSize: c.packSize,
+      chunking: {
+        minSize: c.chunker.params.minSize,
+        avgSize: c.chunker.params.avgSize,
+        maxSize: c.chunker.params.maxSize,
+      },
+      compress: c.compress,
+    };
+    return sealCheckpoint(state, c.operationalPublicKey, c.signerSecretKey);
+  }
+
   async finish(): Promise<ChunkedRunSummary> {
     if (this.state !== 'open')
       throw new ArchiveError('ERR_ARCHIVE_INVALID_STATE', { detail: `writer is ${this.state}` });
@@ -569,15 +724,8 @@ class ChunkedRunWriter implements ChunkedWriter {
     await c.beforeCommit?.();
 
     // The pack index of the new packs goes first: a committed run never references an undescribed chunk.
-    if (this.newPacks.length > 0) {
-      const ix = sealPackIndex(job, c.keys, newObjectId(), this.newPacks, this.salt);
-      await putObject(store, ix.key, ix.bytes, {
-        contentLength: ix.bytes.length,
-        contentType: 'application/octet-stream',
-        ifNoneMatch: '*',
-      });
-      addPacks(c.map, this.newPacks);
-    }
+    await this.flushIndex();
+    addPacks(c.map, this.newPacks);
 
     const indexLines = [
       chunkedHeaderLine(job, runId, this.lines.length, refs.length),

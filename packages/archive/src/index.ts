@@ -22,6 +22,7 @@ export {
   type LoadChunkedBaseOptions,
   loadChunkedBase,
   type PackEvent,
+  resumeChunkedWriter,
 } from './chunked-writer.ts';
 export {
   ARCHIVE_ERROR_CODES,
@@ -31,9 +32,21 @@ export {
   isArchiveError,
   SPEC_FAILURE_REASONS,
 } from './errors.ts';
+export { isChunkedCheckpoint } from './internal/checkpoint.ts';
 export { CHUNK_PARAMS, type ChunkParams } from './internal/chunker.ts';
 export { MANIFEST_MAX_BYTES, SIGNATURE_MAX_BYTES } from './internal/manifest.ts';
 export { layout } from './layout.ts';
+export {
+  type ChunkedPruneOptions,
+  type ChunkedPrunePlan,
+  type ChunkedPruneResult,
+  type ChunkedPruneRunOptions,
+  type PruneKeyPlan,
+  type PruneProgress,
+  type PruneRunRead,
+  planChunkedPrune,
+  pruneChunked,
+} from './prune.ts';
 export { listJobs, listRuns, openRun, readRunManifest } from './reader.ts';
 export { readRecoveryPointer, readRecoverySigner, writeRecoveryFiles } from './recovery.ts';
 export {

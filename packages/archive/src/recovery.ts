@@ -15,11 +15,11 @@ import { FORMAT_NAME, FORMAT_VERSION, type RecoveryPointer } from './types.ts';
 const LAYOUT = 'jobs/<job>/runs/<runId>/';
 
 /** The text of `_RECOVERY/README.txt` for a signer fingerprint. */
-export function recoveryReadme(signer: string): string {
+export function recoveryReadme(signer: string, formatVersion: string = FORMAT_VERSION): string {
   return `COFFER BACKUP ARCHIVES - HOW TO RECOVER WITHOUT THE ENGINE
 ==========================================================
 
-This storage holds backups written by Coffer in archive format ${FORMAT_VERSION}
+This storage holds backups written by Coffer in archive format ${formatVersion}
 (see _RECOVERY/FORMAT). Every run is encrypted, signed and hash-verified. You can
 read it back with the standalone tool \`coffer-recover\` and the BREAK-GLASS secret
 key (made earlier with \`coffer-recover keygen\`); the Coffer engine is not needed.
@@ -28,7 +28,10 @@ Layout
   ${LAYOUT}manifest.json   signed root manifest (plain JSON)
   ${LAYOUT}manifest.sig    its hybrid Ed25519 + ML-DSA-87 signature
   ${LAYOUT}index.bin       encrypted record index (names, sizes, digests)
-  ${LAYOUT}shards/NNNNNN.bin  encrypted record data
+  ${LAYOUT}shards/NNNNNN.bin  encrypted record data (format 0.1 runs)
+  jobs/<job>/packs/<key>/     encrypted chunks shared by a job's runs (format 0.2 runs):
+                              a 0.2 run reads chunks stored by EARLIER runs of its job, so
+                              copy the whole jobs/<job>/ folder, never one run's folder alone
   _RECOVERY/signer.pub     public key of the signer that wrote the latest run
 
 The signer's fingerprint is:
@@ -50,7 +53,7 @@ Steps
   For a bucket: --from s3://bucket/prefix with --endpoint and --region, and the
   credentials in AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY.
 
-A reader implements exactly one format line (0.1.x). If the tool exits with code 6,
+A reader implements the format lines it names (0.1.x and 0.2.x). If the tool exits with code 6,
 the archive is in another format version: get the coffer-recover release for it.
 Nothing here ever needs to be changed; upgrades never rewrite archive bytes.
 
@@ -152,7 +155,7 @@ export async function writeRecoveryFiles(
   const files: [string, Uint8Array, string][] = [
     [layout.formatPointer, pointer, 'application/json'],
     [layout.signerPublicKey, utf8(keyFile), 'text/plain; charset=utf-8'],
-    [layout.readme, utf8(recoveryReadme(signer)), 'text/plain; charset=utf-8'],
+    [layout.readme, utf8(recoveryReadme(signer, options.formatVersion)), 'text/plain; charset=utf-8'],
   ];
   for (const [key, body, contentType] of files)
     await putObject(store, key, body, { contentLength: body.length, contentType });

@@ -8,11 +8,13 @@ import {
   CHUNKED_FORMAT_VERSION,
   type ChunkedWriterOptions,
   createChunkedWriter,
+  isChunkedCheckpoint,
   isChunkedManifest,
   loadChunkedBase,
   openRun,
   type RecordInput,
   readRecoveryPointer,
+  resumeChunkedWriter,
   verifyRun,
 } from '../src/index.ts';
 import { fsStore, type Keys, keys, pseudoRandom, readAll, text } from './helpers.ts';
@@ -131,7 +133,7 @@ t.test('a two-run chain: the second run stores only what changed and both read b
       job: 'job-a',
       runId,
       secretKey: k.breakGlass.secretKey,
-      pinSigner: k.signer.fingerprint,
+      signerPublicKey: k.signer.publicKey,
     });
     t.ok(isChunkedManifest(run.manifest.document));
     const got = await readAll(run);
@@ -311,3 +313,40 @@ t.test(
     t.equal(bad.failure?.code, 'ERR_ARCHIVE_PACK_MISSING');
   },
 );
+
+t.test('a checkpoint describes the packs stored so far; the resumed run stores nothing twice', async (t) => {
+  const { store, root } = fsStore(t);
+  const k = keys();
+  const w = await createChunkedWriter(options(store, k));
+  const records = dataSet();
+  for (const r of records.slice(0, 41)) await w.addRecord(r);
+  const cp = await w.exportCheckpoint();
+  t.ok(isChunkedCheckpoint(cp), 'a chunked checkpoint');
+  await w.abort();
+  const packsBefore = bytesUnder(join(root, 'jobs/job-a/packs'));
+  t.ok(packsBefore > 0);
+  await t.rejects(
+    resumeChunkedWriter(cp, {
+      store,
+      signerSecretKey: k.signer.secretKey,
+      operationalSecretKey: k.breakGlass.secretKey,
+    }),
+    { code: 'ERR_ARCHIVE_CHECKPOINT_UNREADABLE' },
+    'only the operational key opens it',
+  );
+  const r = await resumeChunkedWriter(cp, {
+    store,
+    signerSecretKey: k.signer.secretKey,
+    operationalSecretKey: k.operational.secretKey,
+  });
+  t.equal(r.resume.recordsDone, 0, 'records are fed again from the first');
+  for (const rec of dataSet()) await r.writer.addRecord(rec);
+  const done = await r.writer.finish();
+  t.ok(
+    done.newChunks < done.chunks,
+    `chunks stored before the crash were referenced (${done.newChunks} new of ${done.chunks})`,
+  );
+  const v = await verifyRun(store, { job: 'job-a', runId: 'run-0001', secretKey: k.breakGlass.secretKey });
+  t.ok(v.ok, 'the resumed run verifies');
+  t.equal(v.checks.records, records.length);
+});

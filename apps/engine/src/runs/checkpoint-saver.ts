@@ -93,10 +93,7 @@ export class CheckpointSaver {
     const shards = Object.fromEntries(this.shards);
     try {
       const writers: Record<string, Uint8Array> = {};
-      // A chunked (0.2) lane has no checkpoint: a new attempt starts it again and deduplicates
-      // against the packs the last one described.
-      for (const l of this.copies.live())
-        if ('exportCheckpoint' in l.writer) writers[l.id] = await l.writer.exportCheckpoint();
+      for (const l of this.copies.live()) writers[l.id] = await l.writer.exportCheckpoint();
       const bytes = encodeCheckpoint({
         v: 1,
         runId: this.runId,

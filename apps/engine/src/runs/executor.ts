@@ -10,8 +10,8 @@
  *     checkpoint (finished shards are never rewritten), or skip it when its manifest is already
  *     sealed (a crash between seal and read-back), or start a fresh writer. A job with
  *     `incremental: true` gets a chunked (format 0.2) writer built on the destination's latest
- *     `ok` run (chunkedBaseFor); it keeps no checkpoint: a new attempt starts it again and
- *     deduplicates against the packs the earlier attempt described.
+ *     `ok` run (chunkedBaseFor); its checkpoint holds the chunk key and base and describes the
+ *     packs stored so far, so a new attempt feeds every record again and stores none twice.
  *  3. `feed`: enumerate the source; records the checkpoint already holds are skipped without being read
  *     (the last one's name must line up, else `resume state divergent`); the rest are read with
  *     bounded read-ahead and appended to every writer that needs them. A record that vanished or
@@ -35,10 +35,12 @@ import {
   createArchiveWriter,
   createChunkedWriter,
   isArchiveError,
+  isChunkedCheckpoint,
   layout,
   listRuns,
   loadChunkedBase,
   resumeArchiveWriter,
+  resumeChunkedWriter,
   verifyRun,
 } from '@coffer/archive';
 import type { ObjectStore } from '@coffer/objectstore';
@@ -297,6 +299,12 @@ async function openLanes(
     copies.update(destId, { state: 'writing', shards: ev.index + 1 });
     saver.request(destId, ev.index + 1);
   };
+  // A chunked lane's checkpoint describes its stored packs, so a new attempt references them.
+  const onPackFor = (destId: string, count: () => number) => () => {
+    const n = count();
+    copies.update(destId, { state: 'writing', shards: n });
+    saver.request(destId, n);
+  };
   for (const id of copies.ids) {
     const store = deps.destinations.get(id)!;
     const earlier = envelope?.failed[id];
@@ -311,7 +319,20 @@ async function openLanes(
         continue;
       }
       const cp = envelope?.writers[id];
-      if (cp) {
+      if (cp && isChunkedCheckpoint(cp)) {
+        // A 0.2 lane: same run, key and base; every record is fed again, stored chunks are referenced.
+        let packs = 0;
+        const r = await resumeChunkedWriter(cp, {
+          store,
+          signerSecretKey: deps.keys.signer.secretKey,
+          operationalSecretKey: deps.keys.operational.secretKey,
+          onPack: onPackFor(id, () => ++packs),
+          ...commitGuard,
+          ...(deps.workers !== undefined ? { workers: deps.workers } : {}),
+        });
+        copies.addLane({ id, store, writer: r.writer, resume: r.resume, from: 0 });
+        copies.set(id, { state: 'writing', shards: 0, resumedAt: nowIso() });
+      } else if (cp) {
         const r = await resumeArchiveWriter(cp, {
           store,
           signerSecretKey: deps.keys.signer.secretKey,
@@ -333,9 +354,7 @@ async function openLanes(
           recipients: { operational: deps.keys.operational.publicKey, breakGlass: breakGlass.publicKey },
           source: { type: source.type, binding: source.binding, namespace: source.namespace },
           base: await chunkedBaseFor(deps, store, job, run),
-          onPack: () => {
-            copies.update(id, { state: 'writing', shards: ++packs });
-          },
+          onPack: onPackFor(id, () => ++packs),
           ...commitGuard,
           ...(deps.workers !== undefined ? { workers: deps.workers } : {}),
           ...(deps.shardSize !== undefined ? { packSize: deps.shardSize } : {}),

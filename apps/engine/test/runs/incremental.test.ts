@@ -39,7 +39,7 @@ t.test('a second incremental run stores what changed and reads back; the chain o
   const store = w.destinations.get('default')!;
   await w.addJob({ id: 'inc', incremental: true });
   const first = await w.runNow('inc');
-  t.equal(first.status, 'ok', JSON.stringify(first.failure));
+  t.equal(first.status, 'ok', JSON.stringify(first.detail));
   const m1 = await readRunManifest(store, { job: 'inc', runId: first.id });
   t.ok(isChunkedManifest(m1.document), 'sealed in format 0.2');
   const packsDir = join(w.destDirs.default!, 'jobs', 'inc', 'packs');
@@ -54,7 +54,7 @@ t.test('a second incremental run stores what changed and reads back; the chain o
   w.faults.arm({ target: 'source', fault: 'read-error', op: 'read', after: 2, times: 0 });
 
   const second = await w.runNow('inc');
-  t.equal(second.status, 'ok', JSON.stringify(second.failure));
+  t.equal(second.status, 'ok', JSON.stringify(second.detail));
   t.equal(second.warnings, 0, 'no read failed: only the two changed files were opened');
   w.faults.disarm();
   t.equal(second.records, first.records);
@@ -99,4 +99,38 @@ t.test('a base that does not verify is passed over: the run stores everything an
   const m2 = await readRunManifest(w.destinations.get('default')!, { job: 'inc', runId: second.id });
   const d2 = m2.document;
   t.ok(isChunkedManifest(d2) && d2.totals.newBytes === d2.totals.bytes, 'everything was stored again');
+});
+
+t.test('a parked incremental run resumes from its checkpoint and stores no pack twice', async (t) => {
+  const w = await makeWorld(t, { files });
+  const store = w.destinations.get('default')!;
+  await w.addJob({ id: 'inc', incremental: true });
+  // The first pack and the pack index its checkpoint writes land; the next write is throttled.
+  w.faults.arm({ target: 'destination', fault: 'throttle', op: 'put', after: 2, times: 0 });
+  const parked = await w.runNow('inc');
+  t.equal(parked.status, 'parked', JSON.stringify(parked.detail));
+  const packDir = join(w.destDirs.default!, 'jobs', 'inc', 'packs');
+  const count = () =>
+    readdirSync(packDir, { withFileTypes: true, recursive: true }).filter(
+      (e) => e.isFile() && e.parentPath.includes(`${join('/', 'data')}`),
+    ).length;
+  const storedBefore = count();
+  t.ok(storedBefore >= 1, 'a pack was stored before the park');
+  w.faults.disarm();
+  w.clock.now = new Date(w.clock.now.getTime() + 61_000);
+  await w.service.poll();
+  await w.service.idle();
+  const done = (await w.state.runs.get(parked.id))!;
+  t.equal(done.status, 'ok', JSON.stringify(done.detail));
+  const m = (await readRunManifest(store, { job: 'inc', runId: parked.id })).document;
+  t.ok(isChunkedManifest(m));
+  if (isChunkedManifest(m)) {
+    t.same(readdirSync(packDir), [m.chunkKey], 'the resumed attempt kept the chunk key its checkpoint carries');
+    t.ok(
+      count() <= m.totals.packs + storedBefore,
+      'at most the packs stored before the park are left over (none when their pack index was written)',
+    );
+  }
+  const v = await verifyRun(store, { job: 'inc', runId: parked.id, secretKey: w.breakGlassSecret });
+  t.ok(v.ok, 'the resumed run verifies offline');
 });

@@ -63,8 +63,40 @@ export interface CheckpointState {
   partial: CheckpointPartial | null;
 }
 
+/** The state of a format 0.2 (chunked) writer: its chunk key and base, never record lines. */
+export interface ChunkedCheckpointState {
+  format: typeof CHUNKED_CHECKPOINT_FORMAT;
+  formatVersion: string;
+  job: string;
+  runId: string;
+  prevRunId: string | null;
+  source: ArchiveSource;
+  startedAt: string;
+  /** base64url of the job's chunk key (the reason the state is sealed). */
+  chunkKey: string;
+  /** The run the writer was built on (its records are taken unread again on resume), or null. */
+  baseRunId: string | null;
+  /** The chunk key wrapped for the recipients, as the manifest will carry it. */
+  recipients: ManifestRecipient[];
+  packSize: number;
+  chunking: { minSize: number; avgSize: number; maxSize: number };
+  compress: boolean;
+}
+
+export const CHUNKED_CHECKPOINT_FORMAT = 'coffer-chunked-checkpoint';
+
+/** True when `bytes` is a format 0.2 (chunked) writer checkpoint: header minor 2 (0.1 writes 1). */
+export function isChunkedCheckpoint(bytes: Uint8Array): boolean {
+  return (
+    bytes instanceof Uint8Array &&
+    bytes.length >= 12 &&
+    MAGIC.every((b, i) => bytes[i] === b) &&
+    bytes[5] === 2
+  );
+}
+
 export async function sealCheckpoint(
-  state: CheckpointState,
+  state: CheckpointState | ChunkedCheckpointState,
   operationalPublicKey: Uint8Array,
   signerSecretKey: Uint8Array,
 ): Promise<Uint8Array> {
@@ -73,7 +105,7 @@ export async function sealCheckpoint(
   const head = new Uint8Array(12);
   head.set(MAGIC, 0);
   head[4] = 0;
-  head[5] = 1;
+  head[5] = state.format === CHUNKED_CHECKPOINT_FORMAT ? 2 : 1;
   writeU32(head, 8, sig.length);
   return concatBytes(head, sig, capsule);
 }
@@ -82,14 +114,16 @@ function unreadable(detail: string, cause?: unknown): ArchiveError {
   return new ArchiveError('ERR_ARCHIVE_CHECKPOINT_UNREADABLE', { detail, ...(cause ? { cause } : {}) });
 }
 
-export async function openCheckpoint(
+export async function openCheckpoint<S extends { format: string } = CheckpointState>(
   bytes: Uint8Array,
   operationalSecretKey: Uint8Array,
   signerSecretKey: Uint8Array,
-): Promise<{ state: CheckpointState; operationalPublicKey: Uint8Array }> {
+  format: S['format'] = CHECKPOINT_FORMAT,
+): Promise<{ state: S; operationalPublicKey: Uint8Array }> {
   if (!(bytes instanceof Uint8Array) || bytes.length < 12) throw unreadable('too short');
   for (let i = 0; i < 4; i++) if (bytes[i] !== MAGIC[i]) throw unreadable('not a checkpoint');
-  if (bytes[4] !== 0 || bytes[5] !== 1) throw unreadable('unsupported checkpoint version');
+  const minor = format === CHUNKED_CHECKPOINT_FORMAT ? 2 : 1;
+  if (bytes[4] !== 0 || bytes[5] !== minor) throw unreadable('unsupported checkpoint version');
   const sigLength = readU32(bytes, 8);
   if (12 + sigLength >= bytes.length) throw unreadable('truncated');
   const sig = bytes.subarray(12, 12 + sigLength);
@@ -118,12 +152,12 @@ export async function openCheckpoint(
   } catch (e) {
     throw unreadable('cannot be opened with this operational key', e);
   }
-  let state: CheckpointState;
+  let state: S;
   try {
-    state = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(plain)) as CheckpointState;
+    state = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(plain)) as S;
   } catch (e) {
     throw unreadable('state malformed', e);
   }
-  if (state?.format !== CHECKPOINT_FORMAT) throw unreadable('state malformed');
+  if (state?.format !== format) throw unreadable('state malformed');
   return { state, operationalPublicKey };
 }
