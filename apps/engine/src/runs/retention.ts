@@ -40,7 +40,7 @@
  * still delete are deleted, so the latest good copy, pins and the keep rules of the moment win.
  */
 import { randomBytes } from 'node:crypto';
-import { isChunkedManifest, layout, listRuns, readRunManifest } from '@coffer/archive';
+import { isChunkedManifest, layout, listRuns, pruneChunked, readRunManifest } from '@coffer/archive';
 import type { ObjectStore } from '@coffer/objectstore';
 import type { RunRecord, State } from '@coffer/state';
 import { jobDestinations } from '../jobs/index.ts';
@@ -83,7 +83,22 @@ export interface DestinationRetention {
   kept: number;
   pruned: string[];
   blocked?: { reason: RetentionBlock; code?: string; runId?: string };
+  /** Incremental (format 0.2) jobs: what reclaiming unreferenced packs did on this destination. */
+  packs?: PackReclaim;
 }
+
+/** What a pack reclaim pass did (docs/archive-format.md §12.9). */
+export interface PackReclaim {
+  /** False when it stopped before deleting (a run committed meanwhile) or failed (`code`). */
+  complete: boolean;
+  deletedPacks: number;
+  repackedPacks: number;
+  freedBytes: number;
+  code?: string;
+}
+
+/** Packs (and pack indexes) younger than this are never reclaimed: a run may be writing them. */
+export const PACK_GRACE_MS = 6 * 3_600_000;
 
 export interface PruneResult {
   job: string;
@@ -104,6 +119,12 @@ export interface PruneDeps {
   now: () => Date;
   /** The engine's signer public key: only manifests it signed count as this engine's runs. */
   signerPublicKey: Uint8Array;
+  /**
+   * The operational secret key: with it, incremental jobs' unreferenced packs are reclaimed after
+   * the runs are pruned (their pack indexes are sealed under the job's chunk key). Without it (an
+   * approved prune) packs wait for the next scheduled pass.
+   */
+  operationalSecretKey?: Uint8Array;
   /**
    * Set by an approved prune (config-changes): delete only these runs per destination (and only
    * those the fresh plan still deletes), whatever the prune-approval policy says.
@@ -394,6 +415,18 @@ export async function pruneJob(deps: PruneDeps, job: RunJob): Promise<PruneResul
       }
     }
   }
+  // Unreferenced packs of incremental jobs: after the runs, never while a run of the job is in
+  // flight (it may be deduplicating against a pack the others no longer reference), never held.
+  if (!hold && deps.operationalSecretKey !== undefined && !ring.some((r) => inFlight(r))) {
+    for (const out of result.destinations) {
+      if (out.blocked) continue;
+      const store = deps.destinations.get(out.destination);
+      if (store === undefined) continue;
+      const packs = await reclaimPacks(deps, store, job.id, deps.operationalSecretKey);
+      if (packs !== null) out.packs = packs;
+      if (packs?.code !== undefined) result.errors.push({ destination: out.destination, code: packs.code });
+    }
+  }
   result.pruned = [...prunedHere];
   if (hold && Object.keys(planned).length > 0) {
     try {
@@ -446,4 +479,45 @@ async function report(deps: PruneDeps, result: PruneResult): Promise<void> {
       destinations: result.destinations,
     })
     .catch(() => undefined);
+}
+
+/** True when the job has format 0.2 packs in the destination (one listed key is enough). */
+async function hasPacks(store: ObjectStore, job: string): Promise<boolean> {
+  for await (const _ of store.listAll(layout.packsPrefix(job))) return true;
+  return false;
+}
+
+/**
+ * Reclaims a job's unreferenced packs in one destination (@coffer/archive `pruneChunked`: dead
+ * packs deleted, sparse ones repacked, crash-safe). Null when the job has no packs there. Never
+ * throws: a refusal (a run that does not open) or a store fault is returned as `code`.
+ */
+async function reclaimPacks(
+  deps: PruneDeps,
+  store: ObjectStore,
+  job: string,
+  secretKey: Uint8Array,
+): Promise<PackReclaim | null> {
+  try {
+    if (!(await hasPacks(store, job))) return null;
+    const r = await pruneChunked(store, {
+      job,
+      secretKey,
+      signerPublicKey: deps.signerPublicKey,
+      graceMs: PACK_GRACE_MS,
+      now: deps.now,
+    });
+    return {
+      complete: r.complete,
+      deletedPacks: r.deletedPacks,
+      repackedPacks: r.repackedPacks,
+      freedBytes: r.freedBytes,
+    };
+  } catch (err) {
+    deps.log.warn(
+      { event: 'retention-packs-refused', job, code: codeOf(err) },
+      `retention: job ${job}: packs not reclaimed (${codeOf(err)})`,
+    );
+    return { complete: false, deletedPacks: 0, repackedPacks: 0, freedBytes: 0, code: codeOf(err) };
+  }
 }

@@ -264,6 +264,7 @@ export class RunScheduler {
             log: this.o.log,
             now: this.o.now,
             signerPublicKey: this.o.keys.signer.publicKey,
+            operationalSecretKey: this.o.keys.operational.secretKey,
           },
           job,
         ),

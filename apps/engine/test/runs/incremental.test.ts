@@ -125,7 +125,11 @@ t.test('a parked incremental run resumes from its checkpoint and stores no pack 
   const m = (await readRunManifest(store, { job: 'inc', runId: parked.id })).document;
   t.ok(isChunkedManifest(m));
   if (isChunkedManifest(m)) {
-    t.same(readdirSync(packDir), [m.chunkKey], 'the resumed attempt kept the chunk key its checkpoint carries');
+    t.same(
+      readdirSync(packDir),
+      [m.chunkKey],
+      'the resumed attempt kept the chunk key its checkpoint carries',
+    );
     t.ok(
       count() <= m.totals.packs + storedBefore,
       'at most the packs stored before the park are left over (none when their pack index was written)',
@@ -133,4 +137,33 @@ t.test('a parked incremental run resumes from its checkpoint and stores no pack 
   }
   const v = await verifyRun(store, { job: 'inc', runId: parked.id, secretKey: w.breakGlassSecret });
   t.ok(v.ok, 'the resumed run verifies offline');
+});
+
+t.test('retention reclaims the packs only pruned runs used; the kept run still verifies', async (t) => {
+  const w = await makeWorld(t, { files });
+  const store = w.destinations.get('default')!;
+  await w.addJob({ id: 'inc', incremental: true, retention: { keepLast: 1 } });
+  const first = await w.runNow('inc');
+  t.equal(first.status, 'ok');
+  // The large file replaced whole: its old chunks are used by the first run only.
+  writeFileSync(join(w.sourceDir, 'large.bin'), noise(16 * 1024 * 1024, 4242));
+  const second = await w.runNow('inc');
+  t.equal(second.status, 'ok');
+  const packsDir = join(w.destDirs.default!, 'jobs', 'inc', 'packs');
+  const before = bytesUnder(packsDir);
+
+  // Young packs are never reclaimed (a run may be writing them): the first pass prunes the run only.
+  const [young] = await w.service.pruneAll();
+  t.same(young!.pruned, [first.id], 'the older run is pruned');
+  t.equal(young!.destinations[0]!.packs?.deletedPacks ?? 0, 0, 'packs younger than the grace period stay');
+
+  w.clock.now = new Date(w.clock.now.getTime() + 7 * 3_600_000);
+  const [res] = await w.service.pruneAll();
+  const packs = res!.destinations[0]!.packs!;
+  t.ok(packs.complete, JSON.stringify(packs));
+  t.ok(packs.deletedPacks + packs.repackedPacks >= 1, 'packs only the pruned run used are reclaimed');
+  t.ok(packs.freedBytes > 8 * 1024 * 1024, `freed ${packs.freedBytes} bytes (the old large file)`);
+  t.ok(bytesUnder(packsDir) <= before - packs.freedBytes + 1024 * 1024, 'the destination shrank accordingly');
+  const v = await verifyRun(store, { job: 'inc', runId: second.id, secretKey: w.breakGlassSecret });
+  t.ok(v.ok, 'the kept run verifies offline after the reclaim');
 });
