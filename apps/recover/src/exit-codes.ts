@@ -16,7 +16,7 @@ export const EXIT = {
   KEY: 4,
   /** The run, job, record or store location asked for does not exist. */
   NOT_FOUND: 5,
-  /** The archive's format version is not the one this reader implements (0.1.x). Required by the specification. */
+  /** The archive's format version is not one this reader implements (0.1.x, 0.2.x). Required by the specification. */
   UNSUPPORTED_VERSION: 6,
   /** Refused to write: the target exists (no `--force`), or writing would leave the target directory. */
   REFUSED_WRITE: 7,

@@ -1,16 +1,20 @@
-// The committed golden archive of format 0.1 (packages/archive/test/fixtures/golden-0.1, named by
-// docs/archive-format.md §10 as what every release must read) through the real CLI.
+// The committed golden archives of formats 0.1 and 0.2 (packages/archive/test/fixtures/golden-0.1
+// and golden-0.2, named by docs/archive-format.md §10 and §12.12 as what every release must read)
+// through the real CLI. The 0.2 one is a two-run chain: its second run reads packs of the first.
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { decodeKeyFile, fingerprint } from '@coffer/crypto';
 import { repoRoot, tempDir } from '@coffer/testkit';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { runCli } from './helpers.ts';
 
-const GOLDEN = join(repoRoot(), 'packages', 'archive', 'test', 'fixtures', 'golden-0.1');
+for (const line of ['0.1', '0.2']) {
+  t.test(`coffer-recover reads the golden ${line} archive`, (t) => readsGolden(t, line));
+}
 
-t.test('coffer-recover reads the golden 0.1 archive', async (t) => {
+async function readsGolden(t: Test, line: string): Promise<void> {
+  const GOLDEN = join(repoRoot(), 'packages', 'archive', 'test', 'fixtures', `golden-${line}`);
   const store = join(GOLDEN, 'store');
   const keys = join(GOLDEN, 'keys');
   const pin = fingerprint(decodeKeyFile(readFileSync(join(keys, 'signer.pub'), 'utf8'), 'signer-public').key);
@@ -18,13 +22,14 @@ t.test('coffer-recover reads the golden 0.1 archive', async (t) => {
   t.equal(list.code, 0, list.stderr);
   const runs = JSON.parse(list.stdout).runs as {
     runId: string;
+    job: string;
     check: { status: string };
     formatVersion: string;
   }[];
   t.ok(runs.length >= 1, 'at least one run');
   for (const run of runs) {
     t.equal(run.check.status, 'ok', `${run.runId} manifest ok`);
-    t.equal(run.formatVersion.slice(0, 4), '0.1.');
+    t.equal(run.formatVersion.slice(0, 4), `${line}.`);
     for (const key of ['break-glass.key', 'operational.key']) {
       const v = await runCli([
         'verify',
@@ -32,6 +37,8 @@ t.test('coffer-recover reads the golden 0.1 archive', async (t) => {
         store,
         '--run',
         run.runId,
+        '--job',
+        run.job,
         '--key',
         join(keys, key),
         '--pin-signer',
@@ -46,6 +53,8 @@ t.test('coffer-recover reads the golden 0.1 archive', async (t) => {
       store,
       '--run',
       run.runId,
+      '--job',
+      run.job,
       '--key',
       join(keys, 'break-glass.key'),
       '--to',
@@ -62,4 +71,4 @@ t.test('coffer-recover reads the golden 0.1 archive', async (t) => {
       t.equal(digest, w.sha384, `${w.path.slice(out.length)} matches its SHA-384`);
     }
   }
-});
+}

@@ -7,11 +7,12 @@
  * Opened packs are kept in a small LRU, so memory stays bounded by the pack size.
  */
 import { createHash } from 'node:crypto';
-import { formatDigest, parseDigest, sha384, unwrapKey } from '@coffer/crypto';
+import { formatDigest, sha384, unwrapKey } from '@coffer/crypto';
 import type { ObjectStore } from '@coffer/objectstore';
 import { ArchiveError } from './errors.ts';
-import { type ChunkKeys, chunkId, chunkKeys, packKey, runIndexKey } from './internal/chunk-keys.ts';
+import { type ChunkKeys, chunkId, chunkKeys, runIndexKey } from './internal/chunk-keys.ts';
 import {
+  addPacks,
   type ChunkMap,
   loadChunkMap,
   type PackRefLine,
@@ -21,6 +22,7 @@ import {
 import { type FrameCodec, frameCodec } from './internal/codec-pool.ts';
 import { INDEX_FORMAT } from './internal/index-codec.ts';
 import { chunkKeyAad } from './internal/manifest.ts';
+import { describePack, openPack } from './internal/pack-codec.ts';
 import { runBinding, runTag } from './internal/run-binding.ts';
 import { openLines } from './internal/sealed-lines.ts';
 import { getObject, listObjects } from './internal/store.ts';
@@ -40,6 +42,8 @@ import type {
 /** Packs kept opened (plaintext) at once: 4 × up to 72 MiB at the largest pack size, 64 MiB at the default. */
 const PACK_CACHE = 4;
 const DEFAULT_MAX_RECORD_BYTES = 64 * 1024 * 1024;
+/** The largest pack a reader accepts when no pack index gives its size: 64 MiB + 8 MiB + table + frame. */
+const PACK_MAX_BYTES = 80 * 1024 * 1024;
 
 /** Unwraps a 0.2 run's chunk key and checks it is the key the manifest names. */
 export async function unwrapChunkKey(
@@ -160,6 +164,8 @@ export class ChunkedRunReader implements OpenedRun {
   private readonly cache = new Map<string, Promise<Uint8Array>>();
   /** Called after a pack's digest and tag verified (verify's progress). */
   onPackOpened: ((pack: string, plainSize: number) => void) | null = null;
+  /** Undescribed packs were looked at (once per reader). */
+  private scanned = false;
 
   constructor(store: ObjectStore, manifest: VerifiedManifest, keys: ChunkKeys, workers?: number) {
     this.store = store;
@@ -200,45 +206,46 @@ export class ChunkedRunReader implements OpenedRun {
   }
 
   private async readPack(pack: string, map: ChunkMap): Promise<Uint8Array> {
-    const { job } = this.doc;
-    const object = layout.pack(job, this.keys.keyId, pack);
     const line = map.packs.get(pack);
-    if (line === undefined)
-      throw new ArchiveError('ERR_ARCHIVE_PACK_MISSING', { object, detail: 'no pack index describes it' });
-    const frame = await getObject(this.store, object, {
-      maxBytes: line.size,
-      tooLarge: () =>
-        new ArchiveError('ERR_ARCHIVE_SHARD_TAMPERED', { object, detail: 'larger than its pack index says' }),
-    });
-    if (frame === null) throw new ArchiveError('ERR_ARCHIVE_PACK_MISSING', { object });
-    const r = await this.codec.open({
-      domain: 2,
-      seq: 0,
-      final: true,
-      frame,
-      key: packKey(this.keys, pack),
-      binding: runBinding(job, pack),
-      runTag: runTag(job, pack),
-      digest: parseDigest(line.sha384),
-      plainLength: line.plainSize,
-      out: null,
-    });
-    if (!r.ok) {
-      throw new ArchiveError(
-        r.failure === 'transplanted' ? 'ERR_ARCHIVE_SHARD_TRANSPLANTED' : 'ERR_ARCHIVE_SHARD_TAMPERED',
-        {
-          object,
-          detail: `pack ${r.failure}`,
-        },
-      );
+    if (line === undefined) {
+      throw new ArchiveError('ERR_ARCHIVE_PACK_MISSING', {
+        object: layout.pack(this.doc.job, this.keys.keyId, pack),
+        detail: 'no pack index describes it',
+      });
     }
+    const { plain } = await openPack(this.store, this.codec, this.doc.job, this.keys, pack, line, line.size);
     this.onPackOpened?.(pack, line.plainSize);
-    return r.plain;
+    return plain;
+  }
+
+  /**
+   * A chunk no pack index names: the packs no readable index describes are read once and described
+   * from their own chunk tables (each chunk checked against its id), so a run stays readable when
+   * its pack indexes were lost. Returns whether any pack was added.
+   */
+  private async describeUndescribed(map: ChunkMap): Promise<boolean> {
+    if (this.scanned) return false;
+    this.scanned = true;
+    let added = false;
+    const { job } = this.doc;
+    for (const o of await listObjects(this.store, layout.packDataPrefix(job, this.keys.keyId))) {
+      const m = /\/([0-9a-f]{32})\.bin$/.exec(o.key);
+      if (m === null || map.packs.has(m[1]!)) continue;
+      try {
+        addPacks(map, [await describePack(this.store, this.codec, job, this.keys, m[1]!, PACK_MAX_BYTES)]);
+        added = true;
+      } catch (e) {
+        if (e instanceof ArchiveError && e.code === 'ERR_ARCHIVE_DESTINATION') throw e;
+        // A pack that does not open or lies about its chunks is never used.
+      }
+    }
+    return added;
   }
 
   /** One chunk's verified bytes (a view of the opened pack). */
   async readChunk(ref: ChunkRef, map: ChunkMap): Promise<Uint8Array> {
-    const loc = map.chunks.get(ref.id);
+    let loc = map.chunks.get(ref.id);
+    if (loc === undefined && (await this.describeUndescribed(map))) loc = map.chunks.get(ref.id);
     const run = `${this.doc.job}/${this.doc.runId}`;
     if (loc === undefined) {
       throw new ArchiveError('ERR_ARCHIVE_CHUNK_MISSING', {
@@ -335,7 +342,8 @@ export class ChunkedRunReader implements OpenedRun {
     const packs = new Set<string>();
     for (const e of entries)
       for (const r of e.chunks!) {
-        const loc = map.chunks.get(r.id);
+        let loc = map.chunks.get(r.id);
+        if (loc === undefined && (await this.describeUndescribed(map))) loc = map.chunks.get(r.id);
         if (loc === undefined) {
           throw new ArchiveError('ERR_ARCHIVE_CHUNK_MISSING', {
             object: layout.packIndexPrefix(job, this.keys.keyId),

@@ -32,14 +32,7 @@ import {
   openCheckpoint,
   sealCheckpoint,
 } from './internal/checkpoint.ts';
-import {
-  type ChunkKeys,
-  chunkId,
-  chunkKeys,
-  newObjectId,
-  packKey,
-  runIndexKey,
-} from './internal/chunk-keys.ts';
+import { type ChunkKeys, chunkId, chunkKeys, newObjectId, runIndexKey } from './internal/chunk-keys.ts';
 import {
   addPacks,
   type ChunkMap,
@@ -59,6 +52,7 @@ import {
   SIGNATURE_FORMAT,
   type SignatureDocument,
 } from './internal/manifest.ts';
+import { storePack, tableBytes, writeTable } from './internal/pack-codec.ts';
 import { runBinding, runTag, sessionSalt } from './internal/run-binding.ts';
 import { assertRuntime } from './internal/runtime.ts';
 import { sealLines } from './internal/sealed-lines.ts';
@@ -97,6 +91,8 @@ const MIB = 1024 * 1024;
 /** Default plaintext bytes per pack, and the accepted range (as for 0.1 shards). */
 const DEFAULT_PACK_SIZE = 8 * MIB;
 const MIN_PACK_SIZE = 64 * 1024;
+/** Room after a pack's chunks for its table without a copy (1,820 chunks; more: one copy). */
+const TABLE_ROOM = 64 * 1024;
 const MAX_PACK_SIZE = 64 * MIB;
 
 /**
@@ -420,6 +416,7 @@ class ChunkedRunWriter implements ChunkedWriter {
   /** newPacks[0..flushed) are described by a pack index already stored. */
   private flushed = 0;
   private readonly inFlight: Promise<void>[] = [];
+  private lastFlight: Promise<void> = Promise.resolve();
   private flightError: unknown = null;
   // The open pack: committed chunks in [0, packLen), the chunk being cut in [packLen, packLen + openLen).
   private pack: Buffer;
@@ -436,7 +433,7 @@ class ChunkedRunWriter implements ChunkedWriter {
     this.c = c;
     this.job = c.job;
     this.runId = c.runId;
-    this.pack = Buffer.allocUnsafeSlow(c.packSize + c.chunker.params.maxSize);
+    this.pack = Buffer.allocUnsafeSlow(c.packSize + c.chunker.params.maxSize + TABLE_ROOM);
   }
 
   async addRecord(record: RecordInput): Promise<RecordResult> {
@@ -578,37 +575,30 @@ class ChunkedRunWriter implements ChunkedWriter {
   private async sealPack(): Promise<void> {
     if (this.packLen === 0) return;
     if (this.flightError !== null) throw this.flightError;
-    const plain = this.pack.subarray(0, this.packLen);
     const packId = this.packId;
     const chunks = this.packChunks;
+    // The pack's own chunk table follows its chunks (§12.4): in place when the buffer has room.
+    const table = tableBytes(chunks.length);
+    let plain: Uint8Array;
+    if (this.packLen + table <= this.pack.length) {
+      writeTable(this.pack, this.packLen, chunks);
+      plain = this.pack.subarray(0, this.packLen + table);
+    } else {
+      const whole = Buffer.allocUnsafe(this.packLen + table);
+      whole.set(this.pack.subarray(0, this.packLen));
+      writeTable(whole, this.packLen, chunks);
+      plain = whole;
+    }
     const recordsDone = this.lines.length;
     const { c } = this;
+    const before = this.lastFlight;
     const flight = (async () => {
-      const r = await c.codec.seal({
-        domain: 2,
-        seq: 0,
-        final: true,
-        plain,
+      const line = await storePack(c.store, c.codec, c.job, c.keys, packId, plain, chunks, {
         compress: c.compress,
-        key: packKey(c.keys, packId),
-        binding: runBinding(c.job, packId),
-        runTag: runTag(c.job, packId),
         salt: this.salt,
-        out: null,
       });
-      await putObject(c.store, layout.pack(c.job, c.keys.keyId, packId), r.frame, {
-        contentLength: r.frame.length,
-        contentType: 'application/octet-stream',
-        ifNoneMatch: '*',
-      });
-      const line: PackLine = {
-        pack: packId,
-        size: r.frame.length,
-        plainSize: plain.length,
-        compression: r.zstd ? 'zstd' : 'none',
-        sha384: formatDigest(r.digest),
-        chunks,
-      };
+      // Packs are sealed concurrently but reported (and described) in the order they were cut.
+      await before.catch(() => undefined);
       this.newPacks.push(line);
       await c.onPack?.({
         pack: packId,
@@ -623,7 +613,8 @@ class ChunkedRunWriter implements ChunkedWriter {
       if (this.flightError === null) this.flightError = e;
     });
     this.inFlight.push(flight);
-    this.pack = Buffer.allocUnsafeSlow(c.packSize + c.chunker.params.maxSize);
+    this.lastFlight = flight;
+    this.pack = Buffer.allocUnsafeSlow(c.packSize + c.chunker.params.maxSize + TABLE_ROOM);
     this.packId = newObjectId();
     this.packLen = 0;
     this.packChunks = [];

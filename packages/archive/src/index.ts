@@ -46,6 +46,7 @@ export {
   type PruneRunRead,
   planChunkedPrune,
   pruneChunked,
+  rebuildPackIndexes,
 } from './prune.ts';
 export { listJobs, listRuns, openRun, readRunManifest } from './reader.ts';
 export { readRecoveryPointer, readRecoverySigner, writeRecoveryFiles } from './recovery.ts';

@@ -1,32 +1,7 @@
-/**
- * Pruning and repacking a 0.2 job's packs (docs/archive-format.md §12.9 is normative).
- *
- * The referenced chunk ids come from the signed index of every run of the job still present (all of
- * them, not only those a policy keeps); a run whose manifest or index does not verify makes the
- * plan refuse, since pruning on a partial view could delete the last good copy of a chunk. Each
- * referenced chunk is given one holder among the packs that describe it (the fullest, so the
- * duplicates a crashed repack leaves become dead); a pack holding no referenced chunk is deleted,
- * one holding less than the repack threshold of its plaintext is repacked.
- *
- * Crash safety: the work runs in three steps, each finished for every key before the next starts:
- * (1) the live chunks of the packs to repack are read, checked against their ids, sealed into new
- * packs (create-only, each under its own key) and described by a new pack index; (2) every pack
- * index that describes a pack about to go is written again without it (a new object) before the
- * old one is deleted; (3) only then are dead, repacked and orphaned packs deleted. At every point
- * each referenced chunk has a described, present copy, so a crash loses nothing and the next prune
- * finishes the work.
- *
- * Concurrency: packs and pack indexes younger than the grace period are never touched, nor is a
- * pack a young pack index describes (a run committing now). The prune re-lists the job's runs before
- * its first destructive step and stops when a run appeared. A run writing for longer than the grace
- * period can still lose packs it stored but has not yet described; its commit then refuses to sign
- * (ERR_ARCHIVE_TRUNCATED), so callers must not prune a job while one of its runs is being written.
- */
-import { formatDigest, parseDigest } from '@coffer/crypto';
 import type { ObjectInfo, ObjectStore } from '@coffer/objectstore';
 import { openChunkedIndex, unwrapChunkKey } from './chunked-reader.ts';
 import { ArchiveError } from './errors.ts';
-import { type ChunkKeys, chunkId, newObjectId, packKey } from './internal/chunk-keys.ts';
+import { type ChunkKeys, chunkId, newObjectId } from './internal/chunk-keys.ts';
 import {
   openPackIndex,
   PACK_INDEX_MAX_BYTES,
@@ -34,7 +9,8 @@ import {
   sealPackIndex,
 } from './internal/chunked-index.ts';
 import { type FrameCodec, frameCodec } from './internal/codec-pool.ts';
-import { runBinding, runTag, sessionSalt } from './internal/run-binding.ts';
+import { describePack, openPack, storePack, tableBytes, writeTable } from './internal/pack-codec.ts';
+import { sessionSalt } from './internal/run-binding.ts';
 import { assertRuntime } from './internal/runtime.ts';
 import { deleteObject, getObject, listObjects, putObject } from './internal/store.ts';
 import { assertId, layout } from './layout.ts';
@@ -248,6 +224,12 @@ interface PackObject {
   key: string;
   size: number;
   young: boolean;
+  /**
+   * For an old pack no readable index describes: the chunk ids its own table lists (checked
+   * against their ids), or an empty set when it does not open. A pack holding a referenced chunk
+   * is never an orphan, whatever happened to its pack index (§12.4).
+   */
+  tableIds?: Set<string>;
 }
 
 interface IndexObject {
@@ -407,7 +389,12 @@ function assignHolders(
   const held = new Map<string, Set<string>>();
   for (const [id, runId] of refs.chunks) {
     const list = candidates.get(id);
-    if (list === undefined) throw missingChunk(job, refs.keys.keyId, id, runId, objs, described);
+    if (list === undefined) {
+      // Held only by a pack no readable index describes (its own table says so): that pack is
+      // kept (`unknown`); `pruneChunked` describes such packs again before it plans.
+      if ([...objs.packs.values()].some((p) => p.tableIds?.has(id) === true)) continue;
+      throw missingChunk(job, refs.keys.keyId, id, runId, objs, described);
+    }
     let best = list[0]!;
     for (const p of list) if (better(p, best)) best = p;
     const set = held.get(best);
@@ -509,6 +496,9 @@ function planReferenced(
   const isProtected = (pack: string) =>
     objs.packs.get(pack)?.young === true || described.get(pack)?.by.some((i) => i.young) === true;
   const held = assignHolders(job, refs, objs, described, isProtected);
+  const describedChunk = new Set<string>();
+  for (const d of described.values())
+    if (usable(objs, d)) for (const c of d.line.chunks) describedChunk.add(c.id);
   const unreadable = objs.indexes.filter((i) => i.lines === null);
   plan.indexes.unreadable = unreadable.map((i) => i.key);
   const work: KeyWork = {
@@ -523,7 +513,18 @@ function planReferenced(
   const going = new Set<string>();
   for (const p of objs.packs.values()) {
     const d = described.get(p.id);
-    const fate = packFate(p, d, held.get(p.id), threshold, isProtected(p.id), unreadable.length > 0);
+    // An undescribed pack is an orphan only when every referenced chunk its table lists has a
+    // described copy elsewhere (a crash between a rewrite and a delete leaves such duplicates).
+    const referencedUndescribed =
+      d === undefined && [...(p.tableIds ?? [])].some((id) => refs.chunks.has(id) && !describedChunk.has(id));
+    const fate = packFate(
+      p,
+      d,
+      held.get(p.id),
+      threshold,
+      isProtected(p.id),
+      unreadable.length > 0 || referencedUndescribed,
+    );
     if (d !== undefined) {
       plan.bytes.plain += d.line.plainSize;
       for (const c of d.line.chunks) if (held.get(p.id)?.has(c.id)) plan.bytes.livePlain += c.length;
@@ -645,6 +646,30 @@ function checkOptions(o: ChunkedPruneOptions): { graceMs: number; threshold: num
   return { graceMs, threshold, now };
 }
 
+/** Reads the old packs no readable index describes and records the chunk ids their tables list. */
+async function describeUndescribed(
+  store: ObjectStore,
+  job: string,
+  keys: ChunkKeys,
+  objs: KeyObjects,
+): Promise<void> {
+  const described = describedPacks(objs);
+  const codec = frameCodec(undefined);
+  for (const p of objs.packs.values()) {
+    if (p.young || described.has(p.id)) continue;
+    try {
+      const line = await describePack(store, codec, job, keys, p.id, UNDESCRIBED_MAX_BYTES);
+      p.tableIds = new Set(line.chunks.map((c) => c.id));
+    } catch (e) {
+      if (e instanceof ArchiveError && e.code === 'ERR_ARCHIVE_DESTINATION') throw e;
+      p.tableIds = new Set();
+    }
+  }
+}
+
+/** The largest undescribed pack read (64 MiB packs + an 8 MiB chunk + table + frame). */
+const UNDESCRIBED_MAX_BYTES = 80 * 1024 * 1024;
+
 async function survey(
   store: ObjectStore,
   o: ChunkedPruneOptions,
@@ -663,6 +688,7 @@ async function survey(
       continue;
     }
     await openIndexes(store, o.job, refs.keys, objs);
+    await describeUndescribed(store, o.job, refs.keys, objs);
     work.push(planReferenced(o.job, keyId, refs, objs, threshold, o.packSize));
   }
   const keys = work.map((w) => w.plan);
@@ -718,38 +744,14 @@ interface Tally {
 const CREATE_ONLY = { contentType: 'application/octet-stream', ifNoneMatch: '*' } as const;
 
 /** A pack to repack, opened: digest, then tag under its own key bound to its id. */
-async function openPack(
+async function openPackPlain(
   store: ObjectStore,
   codec: FrameCodec,
   job: string,
   keys: ChunkKeys,
   line: PackLine,
 ): Promise<Uint8Array> {
-  const object = layout.pack(job, keys.keyId, line.pack);
-  const frame = await getObject(store, object, {
-    maxBytes: line.size,
-    tooLarge: () =>
-      new ArchiveError('ERR_ARCHIVE_SHARD_TAMPERED', { object, detail: 'larger than its pack index says' }),
-  });
-  if (frame === null) throw new ArchiveError('ERR_ARCHIVE_PACK_MISSING', { object });
-  const r = await codec.open({
-    domain: 2,
-    seq: 0,
-    final: true,
-    frame,
-    key: packKey(keys, line.pack),
-    binding: runBinding(job, line.pack),
-    runTag: runTag(job, line.pack),
-    digest: parseDigest(line.sha384),
-    plainLength: line.plainSize,
-    out: null,
-  });
-  if (!r.ok) {
-    const code =
-      r.failure === 'transplanted' ? 'ERR_ARCHIVE_SHARD_TRANSPLANTED' : 'ERR_ARCHIVE_SHARD_TAMPERED';
-    throw new ArchiveError(code, { object, detail: `pack ${r.failure}` });
-  }
-  return r.plain;
+  return (await openPack(store, codec, job, keys, line.pack, line, line.size)).plain;
 }
 
 /** Collects verified live chunks and seals them into new packs as the writer does (§12.4). */
@@ -791,40 +793,24 @@ class PackBuilder {
 
   async seal(): Promise<void> {
     if (this.length === 0) return;
-    const plain = Buffer.concat(this.pieces, this.length);
-    const plainSize = this.length;
     const chunks = this.chunks;
+    const plain = Buffer.allocUnsafe(this.length + tableBytes(chunks.length));
+    let o = 0;
+    for (const p of this.pieces) {
+      plain.set(p, o);
+      o += p.length;
+    }
+    writeTable(plain, this.length, chunks);
     this.pieces = [];
     this.chunks = [];
     this.length = 0;
-    const pack = newObjectId();
-    const r = await this.codec.seal({
-      domain: 2,
-      seq: 0,
-      final: true,
-      plain,
+    const line = await storePack(this.store, this.codec, this.job, this.keys, newObjectId(), plain, chunks, {
       compress: true,
-      key: packKey(this.keys, pack),
-      binding: runBinding(this.job, pack),
-      runTag: runTag(this.job, pack),
       salt: this.salt,
-      out: null,
-    });
-    await putObject(this.store, layout.pack(this.job, this.keys.keyId, pack), r.frame, {
-      ...CREATE_ONLY,
-      contentLength: r.frame.length,
     });
     this.tally.newPacks++;
-    this.tally.writtenBytes += r.frame.length;
-    const compression = r.zstd ? 'zstd' : 'none';
-    this.lines.push({
-      pack,
-      size: r.frame.length,
-      plainSize,
-      compression,
-      sha384: formatDigest(r.digest),
-      chunks,
-    });
+    this.tally.writtenBytes += line.size;
+    this.lines.push(line);
   }
 
   /** Lists the new packs back (as the writer does before describing them), then stores their pack index. */
@@ -865,7 +851,7 @@ async function repackAll(
     const out = new PackBuilder(store, codec, job, keys, w.packSize, tally);
     const copied = new Set<string>();
     for (const { line, held } of w.repack) {
-      const plain = await openPack(store, codec, job, keys, line);
+      const plain = await openPackPlain(store, codec, job, keys, line);
       for (const c of line.chunks) {
         if (!held.has(c.id) || copied.has(c.id)) continue;
         const bytes = plain.subarray(c.offset, c.offset + c.length);
@@ -950,6 +936,9 @@ export async function pruneChunked(
   store: ObjectStore,
   options: ChunkedPruneRunOptions,
 ): Promise<ChunkedPruneResult> {
+  // Packs that hold referenced chunks but lost their description are described again first, so
+  // the plan below treats them like any other pack.
+  await rebuildPackIndexes(store, options);
   const { plan, work } = await survey(store, options);
   const tally: Tally = {
     repackedPacks: 0,
@@ -978,4 +967,44 @@ export async function pruneChunked(
   await rewriteAll(store, options.job, work, tally, progress);
   await deleteAll(store, work, tally, progress);
   return result(true);
+}
+
+/**
+ * Writes a pack index for every old pack (past the grace period) that no readable pack index
+ * describes but that holds a chunk a remaining run references with no described copy, from the
+ * pack's own chunk table (§12.4, every chunk checked against its id). Returns the number of packs
+ * described. Run before `pruneChunked` plans (it calls this itself) or after pack indexes were lost.
+ */
+export async function rebuildPackIndexes(store: ObjectStore, options: ChunkedPruneOptions): Promise<number> {
+  assertRuntime();
+  const { graceMs, now } = checkOptions(options);
+  const { byKey } = await readRuns(store, options);
+  const objects = await listKeyObjects(store, options.job, now.getTime(), graceMs);
+  let described = 0;
+  for (const [keyId, refs] of byKey) {
+    const objs = objects.get(keyId);
+    if (objs === undefined) continue;
+    await openIndexes(store, options.job, refs.keys, objs);
+    const known = describedPacks(objs);
+    const knownChunks = new Set<string>();
+    for (const d of known.values()) if (usable(objs, d)) for (const c of d.line.chunks) knownChunks.add(c.id);
+    const codec = frameCodec(options.workers);
+    const lines: PackLine[] = [];
+    for (const p of objs.packs.values()) {
+      if (p.young || known.has(p.id)) continue;
+      let line: PackLine;
+      try {
+        line = await describePack(store, codec, options.job, refs.keys, p.id, UNDESCRIBED_MAX_BYTES);
+      } catch (e) {
+        if (e instanceof ArchiveError && e.code === 'ERR_ARCHIVE_DESTINATION') throw e;
+        continue;
+      }
+      if (line.chunks.some((c) => refs.chunks.has(c.id) && !knownChunks.has(c.id))) lines.push(line);
+    }
+    if (lines.length === 0) continue;
+    const ix = sealPackIndex(options.job, refs.keys, newObjectId(), lines, sessionSalt());
+    await putObject(store, ix.key, ix.bytes, { ...CREATE_ONLY, contentLength: ix.bytes.length });
+    described += lines.length;
+  }
+  return described;
 }

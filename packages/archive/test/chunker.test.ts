@@ -126,6 +126,15 @@ t.test('fast chunker equals the reference on inputs beyond the vectors', async (
   for (const [name, data] of inputs) {
     t.same(chunkBoundaries(data, SMALL_PARAMS), referenceBoundaries(data, SMALL_PARAMS), name);
   }
+  // The fast path reads aligned 32-bit words: an unaligned start, and a resizable buffer (which it
+  // must not take a fixed word view of), go partly or wholly byte by byte and must agree as well.
+  const unaligned = random4.subarray(3, 3 + 300000);
+  t.same(chunkBoundaries(unaligned, SMALL_PARAMS), referenceBoundaries(unaligned, SMALL_PARAMS), 'unaligned');
+  // ES2024 resizable ArrayBuffer (the project's lib is ES2023).
+  const Resizable = ArrayBuffer as unknown as new (n: number, o: { maxByteLength: number }) => ArrayBuffer;
+  const resizable = new Uint8Array(new Resizable(300000, { maxByteLength: 400000 }));
+  resizable.set(random4.subarray(0, 300000));
+  t.same(chunkBoundaries(resizable, SMALL_PARAMS), referenceBoundaries(resizable, SMALL_PARAMS), 'resizable');
   const params = { minSize: 1024, avgSize: 4096, maxSize: 16384 };
   t.same(chunkBoundaries(low, params), referenceBoundaries(low, params), 'low entropy, 1/4/16 KiB');
 });

@@ -349,10 +349,16 @@ t.test("another job's pack and pack index under golden's prefix never resolve", 
   });
   t.same(base!.unreadableIndexes, [planted], 'the planted index is reported unreadable, never trusted');
 
-  // Without golden's own pack index of run-0001, its chunks are missing: the other job's copy of
-  // the same bytes is never used.
+  // Without golden's own pack index of run-0001, its packs describe themselves from their chunk
+  // tables (§12.4): the runs still verify, and the other job's pack under golden's prefix (sealed
+  // under another key) is never used.
   const own = g.indexOf(g.shared[0]!);
   rmSync(join(root, own.object));
+  t.equal(await failure(store, 'run-0001'), 'ok', 'packs rebuild their own description');
+  t.equal(await failure(store, 'run-0002'), 'ok');
+  // Without those packs too, the chunks are missing: the other job's copy of the same bytes is
+  // never used.
+  for (const p of own.packs) rmSync(join(root, g.packObject(p.pack)));
   const firstChunk = g.run1.find((e) => e.chunks!.length > 0)!.chunks![0]!.id;
   t.equal(await failure(store, 'run-0001'), `ERR_ARCHIVE_CHUNK_MISSING ${g.indexPrefix}`);
   t.match(await failureMessage(store, 'run-0001'), `chunk ${firstChunk} of run golden/run-0001`);
@@ -372,8 +378,8 @@ t.test("another job's pack and pack index under golden's prefix never resolve", 
 /**
  * Swapped chunks (§12.12). §12.5 makes a reader check that a pack line's chunks tile its plaintext
  * in order, and §12.7 step 7 skips (and reports) a pack index that fails any check; so exchanging
- * two chunks' offsets while keeping the line order makes the index unreadable and the chunks it
- * described missing (ERR_ARCHIVE_CHUNK_MISSING). An index that still tiles but points a chunk id at
+ * two chunks' offsets while keeping the line order makes the index unreadable, and its packs are
+ * then described from their own chunk tables (each chunk checked against its id). An index that still tiles but points a chunk id at
  * another chunk's bytes is caught by step 8: the bytes do not have the signed id
  * (ERR_ARCHIVE_CHUNK_TAMPERED, naming the pack).
  */
@@ -405,7 +411,7 @@ t.test('a swapped chunk in a properly sealed pack index', async (t) => {
     es.flatMap((e) => e.chunks!.map((c) => c.id)).find((id) => ids.includes(id));
 
   t.test(
-    'offsets exchanged, order kept: the index does not tile, is skipped, chunks are missing',
+    'offsets exchanged, order kept: the index does not tile and is skipped; the pack describes itself',
     async (t) => {
       const { root, store, g, ix, pack, j } = await setup(t);
       rewriteIndex(
@@ -419,6 +425,9 @@ t.test('a swapped chunk in a properly sealed pack index', async (t) => {
       );
       const base = await loadChunkedBase(store, { job: JOB, runId: 'run-0001', secretKey: operational });
       t.same(base!.unreadableIndexes, [ix.object], 'the doctored index is reported unreadable');
+      t.equal(await failure(store, 'run-0001'), 'ok', 'its packs are described from their own tables');
+      // With the packs gone as well, the chunks are missing.
+      for (const p of ix.packs) rmSync(join(root, g.packObject(p.pack)));
       t.equal(await failure(store, 'run-0001'), `ERR_ARCHIVE_CHUNK_MISSING ${g.indexPrefix}`);
     },
   );

@@ -695,3 +695,24 @@ t.test('bad options are refused', async (t) => {
     await t.rejects(planChunkedPrune(store, pruneOptions(k, over)), { code: 'ERR_ARCHIVE_INVALID_ARGUMENT' });
   }
 });
+
+t.test('lost pack indexes: packs that hold referenced chunks are never taken for orphans', async (t) => {
+  const { store, root } = fsStore(t);
+  const k = keys();
+  const expected = await churnChain(store, k);
+  deleteRun(root, 'run-0001');
+  // Every pack index of the job is lost (a bucket writer, an operator's mistake).
+  const packs = join(root, 'jobs', JOB, 'packs');
+  for (const keyDir of readdirSync(packs)) rmSync(join(packs, keyDir, 'index'), { recursive: true });
+  const before = packIds(root);
+  const plan = await planChunkedPrune(store, pruneOptions(k, { graceMs: 0 }));
+  t.ok(plan.totals.orphanPacks < before.size, 'not every undescribed pack is an orphan');
+  await pruneChunked(store, pruneOptions(k, { graceMs: 0 }));
+  const after = packIds(root);
+  t.ok(
+    after.size > 0 && after.size <= before.size,
+    `${before.size - after.size} truly unused pack(s) removed`,
+  );
+  // The remaining runs still read back whole: their packs describe themselves (§12.4).
+  await checkRuns(t, store, k, expected, 'after a prune without pack indexes');
+});

@@ -8,7 +8,7 @@ import { createFilesSource } from '../src/files-source.ts';
 import { isSkipped, type SourceRecordInfo } from '../src/types.ts';
 
 async function tokens(root: string): Promise<Map<string, string | undefined>> {
-  const src = createFilesSource({ root, binding: 'b' });
+  const src = createFilesSource({ type: 'files', root, binding: 'b' });
   const out = new Map<string, string | undefined>();
   for await (const e of src.enumerate()) if (!isSkipped(e)) out.set(e.name, (e as SourceRecordInfo).change);
   await src.close();

@@ -167,128 +167,158 @@ async function getChangeRecord(state: State, id: string): Promise<ConfigChange |
   return (await state.settings.get<ConfigChange>(changeKey(id)).catch(() => undefined)) ?? null;
 }
 
+/** What each step of an approval needs: the change, its approver, and the history append. */
+interface Approval {
+  deps: ChangeDeps;
+  change: ConfigChange;
+  approver: ChangePerson;
+  approverRef: Pick<ChangePerson, 'subject' | 'email'>;
+  /** Appends the configuration version; a failed append is logged, never fails the approval. */
+  version(v: Parameters<typeof recordConfigVersion>[1]): Promise<VersionRecord | null>;
+}
+
 async function carryOut(
   deps: ChangeDeps,
   change: ConfigChange,
   approver: ChangePerson,
   authz: Caller,
 ): Promise<ApproveResult> {
-  const approverRef = { subject: approver.subject, email: approver.email };
-  const version = (v: Parameters<typeof recordConfigVersion>[1]) =>
-    recordConfigVersion({ state: deps.state, signer: deps.signer }, v).catch((err) => {
-      deps.log.error(
-        { code: (err as { code?: string }).code ?? 'ERR_UNKNOWN' },
-        'config history append failed',
-      );
-      return null;
-    });
-
+  const a: Approval = {
+    deps,
+    change,
+    approver,
+    approverRef: { subject: approver.subject, email: approver.email },
+    version: (v) =>
+      recordConfigVersion({ state: deps.state, signer: deps.signer }, v).catch((err) => {
+        deps.log.error(
+          { code: (err as { code?: string }).code ?? 'ERR_UNKNOWN' },
+          'config history append failed',
+        );
+        return null;
+      }),
+  };
   switch (change.kind) {
-    case 'job-upsert': {
-      const job = change.config as JobConfig;
-      const source = deps.checkSource(job);
-      if (source) {
-        const c = await settle(deps, change, approver, 'refused', { reason: source.code });
-        return { outcome: 'refused', change: c, reason: source.code, detail: source };
-      }
-      const r = await applyJobUpsert(deps.state, authz, job, ifMatchRevOf(change));
-      if (!r.ok) {
-        const reason = r.status === 403 ? 'capability' : r.precondition.reason;
-        const c = await settle(deps, change, approver, 'refused', { reason });
-        return {
-          outcome: 'refused',
-          change: c,
-          reason,
-          detail: r.status === 403 ? { required: r.required } : r.precondition,
-        };
-      }
-      const rec =
-        r.result.outcome === 'unchanged'
-          ? null
-          : await version({
-              kind: 'job-upsert',
-              target: job.id,
-              actor: change.proposedBy,
-              approver: approverRef,
-              changeId: change.id,
-              configRev: r.result.job.configRev,
-              changedFields: r.result.changedFields,
-              config: r.result.job.config,
-            });
-      const c = await settle(deps, change, approver, 'applied', {
-        configRev: r.result.job.configRev,
-        changedFields: r.result.changedFields,
-        version: rec?.id ?? null,
-      });
-      return { outcome: 'applied', change: c, version: rec };
-    }
-    case 'job-delete': {
-      const r = await applyJobDelete(deps.state, change.target, ifMatchRevOf(change));
-      if (!r.ok) {
-        const c = await settle(deps, change, approver, 'refused', { reason: r.precondition.reason });
-        return { outcome: 'refused', change: c, reason: r.precondition.reason, detail: r.precondition };
-      }
-      const rec = await version({
-        kind: 'job-delete',
-        target: change.target,
-        actor: change.proposedBy,
-        approver: approverRef,
-        changeId: change.id,
-        configRev: r.result.deletedRev,
-        changedFields: [],
-        config: null,
-      });
-      const c = await settle(deps, change, approver, 'applied', {
-        configRev: r.result.deletedRev,
-        version: rec?.id ?? null,
-      });
-      return { outcome: 'applied', change: c, version: rec };
-    }
-    case 'policy-disable': {
-      const policy = policyOf(change);
-      if (policy === null) {
-        const c = await settle(deps, change, approver, 'refused', { reason: 'unreadable' });
-        return { outcome: 'refused', change: c, reason: 'unreadable' };
-      }
-      const value = await writePolicy(deps.state, policy, false, `approved:${change.id}`);
-      const rec = await version({
-        kind: POLICY_ACTIONS[policy],
-        target: policy,
-        actor: change.proposedBy,
-        approver: approverRef,
-        changeId: change.id,
-        configRev: null,
-        changedFields: ['enabled'],
-        config: { policy, enabled: value.enabled },
-      });
-      const c = await settle(deps, change, approver, 'applied', { version: rec?.id ?? null });
-      return { outcome: 'applied', change: c, version: rec };
-    }
-    case 'retention-prune': {
-      const rec = await deps.state.jobs.get(change.target);
-      if (rec === null || rec.config.enabled === false) {
-        const reason = rec === null ? 'job-gone' : 'job-paused';
-        const c = await settle(deps, change, approver, 'refused', { reason });
-        return { outcome: 'refused', change: c, reason };
-      }
-      const planned = (change.config as { destinations?: Record<string, string[]> }).destinations ?? {};
-      const prune = await pruneJob(
-        {
-          state: deps.state,
-          destinations: deps.destinations,
-          log: deps.log,
-          now: () => new Date(),
-          signerPublicKey: deps.signer.publicKey,
-          approved: planned,
-        },
-        runJobOf(rec),
-      );
-      const c = await settle(deps, change, approver, 'applied', {
-        config: { destinations: planned, pruned: prune.pruned },
-      });
-      return { outcome: 'applied', change: c, version: null, prune };
-    }
+    case 'job-upsert':
+      return carryOutUpsert(a, authz);
+    case 'job-delete':
+      return carryOutDelete(a);
+    case 'policy-disable':
+      return carryOutPolicyDisable(a);
+    case 'retention-prune':
+      return carryOutRetentionPrune(a);
   }
+}
+
+async function carryOutUpsert(a: Approval, authz: Caller): Promise<ApproveResult> {
+  const { deps, change, approver } = a;
+  const job = change.config as JobConfig;
+  const source = deps.checkSource(job);
+  if (source) {
+    const c = await settle(deps, change, approver, 'refused', { reason: source.code });
+    return { outcome: 'refused', change: c, reason: source.code, detail: source };
+  }
+  const r = await applyJobUpsert(deps.state, authz, job, ifMatchRevOf(change));
+  if (!r.ok) {
+    const reason = r.status === 403 ? 'capability' : r.precondition.reason;
+    const c = await settle(deps, change, approver, 'refused', { reason });
+    return {
+      outcome: 'refused',
+      change: c,
+      reason,
+      detail: r.status === 403 ? { required: r.required } : r.precondition,
+    };
+  }
+  const rec =
+    r.result.outcome === 'unchanged'
+      ? null
+      : await a.version({
+          kind: 'job-upsert',
+          target: job.id,
+          actor: change.proposedBy,
+          approver: a.approverRef,
+          changeId: change.id,
+          configRev: r.result.job.configRev,
+          changedFields: r.result.changedFields,
+          config: r.result.job.config,
+        });
+  const c = await settle(deps, change, approver, 'applied', {
+    configRev: r.result.job.configRev,
+    changedFields: r.result.changedFields,
+    version: rec?.id ?? null,
+  });
+  return { outcome: 'applied', change: c, version: rec };
+}
+
+async function carryOutDelete(a: Approval): Promise<ApproveResult> {
+  const { deps, change, approver } = a;
+  const r = await applyJobDelete(deps.state, change.target, ifMatchRevOf(change));
+  if (!r.ok) {
+    const c = await settle(deps, change, approver, 'refused', { reason: r.precondition.reason });
+    return { outcome: 'refused', change: c, reason: r.precondition.reason, detail: r.precondition };
+  }
+  const rec = await a.version({
+    kind: 'job-delete',
+    target: change.target,
+    actor: change.proposedBy,
+    approver: a.approverRef,
+    changeId: change.id,
+    configRev: r.result.deletedRev,
+    changedFields: [],
+    config: null,
+  });
+  const c = await settle(deps, change, approver, 'applied', {
+    configRev: r.result.deletedRev,
+    version: rec?.id ?? null,
+  });
+  return { outcome: 'applied', change: c, version: rec };
+}
+
+async function carryOutPolicyDisable(a: Approval): Promise<ApproveResult> {
+  const { deps, change, approver } = a;
+  const policy = policyOf(change);
+  if (policy === null) {
+    const c = await settle(deps, change, approver, 'refused', { reason: 'unreadable' });
+    return { outcome: 'refused', change: c, reason: 'unreadable' };
+  }
+  const value = await writePolicy(deps.state, policy, false, `approved:${change.id}`);
+  const rec = await a.version({
+    kind: POLICY_ACTIONS[policy],
+    target: policy,
+    actor: change.proposedBy,
+    approver: a.approverRef,
+    changeId: change.id,
+    configRev: null,
+    changedFields: ['enabled'],
+    config: { policy, enabled: value.enabled },
+  });
+  const c = await settle(deps, change, approver, 'applied', { version: rec?.id ?? null });
+  return { outcome: 'applied', change: c, version: rec };
+}
+
+async function carryOutRetentionPrune(a: Approval): Promise<ApproveResult> {
+  const { deps, change, approver } = a;
+  const rec = await deps.state.jobs.get(change.target);
+  if (rec === null || rec.config.enabled === false) {
+    const reason = rec === null ? 'job-gone' : 'job-paused';
+    const c = await settle(deps, change, approver, 'refused', { reason });
+    return { outcome: 'refused', change: c, reason };
+  }
+  const planned = (change.config as { destinations?: Record<string, string[]> }).destinations ?? {};
+  const prune = await pruneJob(
+    {
+      state: deps.state,
+      destinations: deps.destinations,
+      log: deps.log,
+      now: () => new Date(),
+      signerPublicKey: deps.signer.publicKey,
+      approved: planned,
+    },
+    runJobOf(rec),
+  );
+  const c = await settle(deps, change, approver, 'applied', {
+    config: { destinations: planned, pruned: prune.pruned },
+  });
+  return { outcome: 'applied', change: c, version: null, prune };
 }
 
 /** Rejects `change` as `by`; false when it was not pending (or another decision won). */

@@ -145,8 +145,10 @@ t.test('retention reclaims the packs only pruned runs used; the kept run still v
   await w.addJob({ id: 'inc', incremental: true, retention: { keepLast: 1 } });
   const first = await w.runNow('inc');
   t.equal(first.status, 'ok');
-  // The large file replaced whole: its old chunks are used by the first run only.
+  // The large file replaced whole: its old chunks are used by the first run only. (The clock moves
+  // on so the two runs have distinct start times: retention orders by them.)
   writeFileSync(join(w.sourceDir, 'large.bin'), noise(16 * 1024 * 1024, 4242));
+  w.clock.now = new Date(w.clock.now.getTime() + 60_000);
   const second = await w.runNow('inc');
   t.equal(second.status, 'ok');
   const packsDir = join(w.destDirs.default!, 'jobs', 'inc', 'packs');

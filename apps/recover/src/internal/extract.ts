@@ -16,6 +16,10 @@
  *      (a record over 32 MiB streams and is checked at its end), written to a temporary file with
  *      its mode (permission bits only) and mtime, and only then put in place under its name, up to
  *      8 records at once (the writer of @coffer/sources/files-writer, the engine's own).
+ *      A 0.2 run's records are made of chunks in the job's packs, some stored by earlier runs of
+ *      the job: the same reader follows those references (each chunk checked against its keyed
+ *      id, each record against its SHA-384), so a missing or altered pack fails the records
+ *      that need it like a damaged shard does.
  * Failure property: a record that fails verification never appears under its name; records
  * written before a failure stay, and each of them was verified.
  */

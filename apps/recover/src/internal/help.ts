@@ -7,7 +7,9 @@ const STORE = `  --from DIR|s3://BUCKET/PREFIX  where the archives are: a local 
   --endpoint URL                 S3-compatible endpoint (R2, MinIO, Ceph, Garage ...)
   --region NAME                  S3 region (default: AWS_REGION or us-east-1)
   --path-style                   path-style S3 addressing (most self-hosted servers)
-  S3 credentials come from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY only, never argv.`;
+  S3 credentials come from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY only, never argv.
+  Format 0.2 runs reference chunks in packs stored by earlier runs of the same job
+  (jobs/JOB/packs/): a local copy needs the whole jobs/JOB/ prefix, not one run's folder.`;
 
 const COMMON = `  --json                         one JSON document on stdout (errors too)
   --no-progress                  no progress bar (it is drawn only on a terminal anyway)`;
@@ -26,7 +28,8 @@ ${COMMON}
   inspect: `coffer-recover inspect --from WHERE [--job JOB] [--run ID [--key FILE]] [--pin-signer FP]
 
 Lists jobs and their runs: run ids, format versions, signer fingerprints, sizes, times. Needs no
-key. With --run, shows that run's manifest; with --run and --key, also its records.
+key. With --run, shows that run's manifest; with --run and --key, also its records. A 0.1 run
+shows its shards; a 0.2 run the packs it references and the new chunks it stored itself.
 
 ${STORE}
   --job JOB                      only this job
@@ -39,8 +42,10 @@ ${COMMON}
                       (--pin-signer FP | --trust-unpinned-signer) [--job JOB]
 
 Reads the whole run back and checks everything: format version, signature (and pin), every shard's
-hash, the index, and with --key every shard's decryption and every record's SHA-384. Exits 0 only
-if every check passed, 3 naming the first object that failed.
+hash, the index, and with --key every shard's decryption and every record's SHA-384. A 0.2 run is
+read from the job's packs (also those earlier runs stored), every chunk checked against its id;
+without --key only its signed index can be checked, and the output says so. Exits 0 only if every
+check passed, 3 naming the first object that failed (a missing pack included).
 
 ${STORE}
   --run ID                       the run to verify
@@ -55,7 +60,8 @@ ${COMMON}
                        [--include PREFIX]... [--exclude PREFIX]... [--record NAME]... [--force]
                        (--pin-signer FP | --trust-unpinned-signer)
 
-Writes the run's records under DIR, each checked against its SHA-384 before it is put in place.
+Writes the run's records under DIR, each checked against its SHA-384 before it is put in place
+(a 0.2 run's records are read from packs stored by it and by earlier runs of the job).
 Record names never leave DIR: unsafe characters and segments are percent-encoded (README.md,
 "Extraction paths"). Existing files are never replaced without --force (exit 7), and a symlink
 inside DIR is never followed.
@@ -103,6 +109,9 @@ Commands:
                                               check a signed engine report
   help [command]                              this text, or a command's
   version                                     print the version
+
+Reads archive formats 0.1 and 0.2. A 0.2 run follows references to packs stored by earlier runs
+of the same job: copy the whole jobs/JOB/ prefix (not one run's folder) when moving a destination.
 
 Exit codes: 0 ok, 1 failure, 2 usage, 3 verification failed, 4 key problem, 5 not found,
 6 unsupported format version, 7 refused to write, 8 signer not pinned, 9 store unreachable,

@@ -3,6 +3,8 @@
  * and times, checking each run's manifest (version, signature, optional pin) without any key.
  * With --run, one run in detail; with --run and --key, also its records (names, sizes, SHA-384,
  * metadata), which only a key holder may see.
+ * Sizes come from the signed totals: for a 0.1 run its shards; for a 0.2 run the packs it
+ * references and the chunks it stored itself (the rest were stored by earlier runs of the job).
  *
  * Exit codes: listing exits 0 when the store could be listed (each run carries its own status);
  * `inspect --run` exits like verify would for the manifest (3, 5, 6, 8) and 4 for a key problem.
@@ -22,7 +24,15 @@ import { EXIT } from '../exit-codes.ts';
 import type { Command, GlobalOptions } from './args.ts';
 import { loadSecretKey } from './key-file.ts';
 import { type Io, oneLine, type Reporter } from './output.ts';
-import { quoteName, type RunSummaryView, readRawManifest, size, summarise } from './runs.ts';
+import {
+  isChunkedView,
+  quoteName,
+  type RunSummaryView,
+  readRawManifest,
+  size,
+  storageText,
+  summarise,
+} from './runs.ts';
 import { openSource } from './store.ts';
 import { toRecoverError } from './translate.ts';
 
@@ -72,7 +82,7 @@ export async function inspect(cmd: InspectCommand, report: Reporter, io: Io): Pr
     for (const r of rows.filter((x) => x.job === job)) {
       const status = r.check.status === 'ok' ? 'ok' : `FAILED: ${r.check.message} [${r.check.code}]`;
       lines.push(
-        `  ${r.runId}  ${r.sealedAt ?? '?'}  format ${r.formatVersion ?? '?'}  ${r.records ?? '?'} records  ${size(r.bytes)} (${size(r.storedBytes)} stored, ${r.shards ?? '?'} shard${r.shards === 1 ? '' : 's'})  signer ${short(r.signer)}  ${status}`,
+        `  ${r.runId}  ${r.sealedAt ?? '?'}  format ${r.formatVersion ?? '?'}  ${r.records ?? '?'} records  ${size(r.bytes)} (${isChunkedView(r) ? storageText(r) : `${size(r.storedBytes)} stored, ${r.shards ?? '?'} shard${r.shards === 1 ? '' : 's'}`})  signer ${short(r.signer)}  ${status}`,
       );
     }
   }
@@ -188,7 +198,12 @@ async function inspectRun(
     `  previous run ${view.prevRunId ?? '(none)'}`,
     `  started ${view.startedAt}, sealed ${view.sealedAt}`,
     `  source ${view.source.type ?? '?'}${view.source.binding ? ` binding ${view.source.binding}` : ''}${view.source.namespace ? ` namespace ${view.source.namespace}` : ''}${view.source.origin ? ` from ${view.source.origin}` : ''}`,
-    `  ${view.records} records, ${size(view.bytes)}; ${view.shards} shards, ${size(view.storedBytes)} stored`,
+    `  ${view.records} records, ${size(view.bytes)}; ${storageText(view)}`,
+    ...(isChunkedView(view)
+      ? [
+          `  format 0.2: chunks live in packs under jobs/${view.job}/packs/${view.chunkKey ?? '?'}/, shared with the job's other runs (copy the whole jobs/${view.job}/ prefix)`,
+        ]
+      : []),
     ...view.recipients.map((r) => `  sealed to ${r.role} key ${r.recipient}`),
     ...recoveryLines(recovery),
   ];

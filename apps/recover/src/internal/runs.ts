@@ -19,10 +19,22 @@ export interface RunSummaryView {
   sealedAt: string | null;
   signer: string | null;
   source: { type: string | null; binding: string | null; namespace: string | null; origin: string | null };
+  /** 0.1: the run's shard count. 0.2: null (its data is in the job's packs). */
   shards: number | null;
+  /** 0.1: bytes of the run's shards and index. 0.2: null (packs are shared with other runs). */
   storedBytes: number | null;
   records: number | null;
   bytes: number | null;
+  /** 0.2 only (null for 0.1), from the signed `totals`: packs the run's chunks are in. */
+  packs: number | null;
+  /** 0.2 only: chunk references over all records. */
+  chunks: number | null;
+  /** 0.2 only: chunks this run stored (the rest were stored by earlier runs of the job). */
+  newChunks: number | null;
+  /** 0.2 only: plaintext bytes of those new chunks. */
+  newBytes: number | null;
+  /** 0.2 only: the job's chunk key id (names `jobs/<job>/packs/<keyId>/`; not secret). */
+  chunkKey: string | null;
   recipients: { role: string; recipient: string }[];
 }
 
@@ -41,6 +53,8 @@ function obj(v: unknown): Record<string, unknown> {
 /** Summarises a parsed manifest document (any shape; missing fields become null). */
 export function summarise(job: string, runId: string, doc: unknown): RunSummaryView {
   const d = obj(doc);
+  // As isChunkedManifest: a 0.2 manifest names its chunk key and has no shards.
+  const chunked = d.chunkKey !== undefined;
   const shards = Array.isArray(d.shards) ? d.shards : null;
   let stored: number | null = null;
   if (shards) {
@@ -71,8 +85,31 @@ export function summarise(job: string, runId: string, doc: unknown): RunSummaryV
     storedBytes: stored,
     records: num(totals.records),
     bytes: num(totals.bytes),
+    packs: chunked ? num(totals.packs) : null,
+    chunks: chunked ? num(totals.chunks) : null,
+    newChunks: chunked ? num(totals.newChunks) : null,
+    newBytes: chunked ? num(totals.newBytes) : null,
+    chunkKey: chunked ? str(d.chunkKey) : null,
     recipients,
   };
+}
+
+/** Whether a summary is of a 0.2 (chunked) run: its data lives in packs shared by the job's runs. */
+export function isChunkedView(view: RunSummaryView): boolean {
+  return view.packs !== null || view.formatVersion?.startsWith('0.2.') === true;
+}
+
+/**
+ * Where a run's data is, for people: "3 shards, 1.2 MiB stored" (0.1), or "2 packs referenced,
+ * 5 new chunks (40.0 KiB stored by this run)" (0.2).
+ */
+export function storageText(view: RunSummaryView): string {
+  if (isChunkedView(view)) {
+    const p = view.packs;
+    return `${p ?? '?'} pack${p === 1 ? '' : 's'} referenced, ${view.newChunks ?? '?'} new chunk${view.newChunks === 1 ? '' : 's'} (${size(view.newBytes)} stored by this run)`;
+  }
+  const s = view.shards;
+  return `${s ?? '?'} shard${s === 1 ? '' : 's'}, ${size(view.storedBytes)} stored`;
 }
 
 /** Reads and parses manifest.json at `key` for display; null when unreadable or not JSON. */

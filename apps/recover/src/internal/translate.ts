@@ -92,6 +92,22 @@ export function mapCode(code: string, storeErrorCode?: string): RecoverErrorCode
   return undefined;
 }
 
+/**
+ * The hint added to a missing pack or chunk: a 0.2 run reads packs stored by earlier runs of its
+ * job, so a copy of one run's folder (rather than the job's whole prefix) fails this way.
+ */
+export function chainHint(code: string, job?: string | null): string {
+  if (code !== 'ERR_ARCHIVE_PACK_MISSING' && code !== 'ERR_ARCHIVE_CHUNK_MISSING') return '';
+  const prefix = job ? `jobs/${oneLine(job, 200)}/` : 'jobs/<job>/';
+  return ` (a format 0.2 run reads packs stored by earlier runs of its job: the whole ${prefix} prefix, packs included, must be present)`;
+}
+
+/** The job named by an object key `jobs/<job>/...`, when it is one. */
+function jobOfObject(object: string | undefined): string | null {
+  const m = object === undefined ? null : /^jobs\/([^/]+)\//.exec(object);
+  return m ? m[1]! : null;
+}
+
 /** The object a coded error concerns, when it says. */
 function objectOf(e: Coded): string | undefined {
   for (const v of [e.objectKey, e.key, e.object]) if (typeof v === 'string' && v !== '') return v;
@@ -114,6 +130,7 @@ export function toRecoverError(e: unknown, context?: string): RecoverError {
       let message = oneLine(c.message || c.code, 600);
       if (object !== undefined && !message.includes(object)) message = `${object}: ${message}`;
       if (c.code === 'ERR_ARCHIVE_AMBIGUOUS_RUN') message += ' (name the job with --job JOB)';
+      message += chainHint(c.code, jobOfObject(object));
       return new RecoverError(target, `${prefix}${message}`, {
         causeCode: c.code,
         ...(object ? { object } : {}),

@@ -6,6 +6,10 @@
  * AEAD tag, the index against the shards, every record's plaintext SHA-384. Without --key it checks
  * what needs no key: format version, signature (and pin), and every stored object's size and
  * SHA-384 against the signed manifest; the output says that records were not decrypted.
+ * Format 0.2: with --key the same verifyRun also reads every chunk the run references from the
+ * job's packs, including packs stored by earlier runs, and checks each chunk's keyed id. Without
+ * --key only the signed index can be checked (which packs the run needs is inside the sealed
+ * index), and the output says that the packs were not checked.
  * Exit 0 only if every check performed passed; otherwise the exit code of the first failure (3 for
  * a tampered or missing object, 4 key, 6 format version, 8 signer not pinned), naming its object.
  */
@@ -27,7 +31,7 @@ import { progressFor } from './progress.ts';
 import { size, summariseVerified } from './runs.ts';
 import { requireSignerTrust } from './signer-trust.ts';
 import { openSource } from './store.ts';
-import { mapCode, toRecoverError } from './translate.ts';
+import { chainHint, mapCode, toRecoverError } from './translate.ts';
 
 type VerifyCommand = Extract<Command, { name: 'verify' }> & GlobalOptions;
 
@@ -44,6 +48,14 @@ export async function verifyRun(cmd: VerifyCommand, report: Reporter, io: Io): P
   if (cmd.key === undefined) return verifyWithoutKey(store, cmd, report, io, runLabel);
 
   const key = await loadSecretKey(cmd.key, io, report);
+  // For display only (the progress unit and the summary); verifyRun below checks everything again
+  // and reports any failure in its verdict.
+  const shown = await readRunManifest(store, {
+    runId: cmd.run,
+    ...(cmd.job !== undefined ? { job: cmd.job } : {}),
+    ...(cmd.pinSigner !== undefined ? { pinSigner: cmd.pinSigner } : {}),
+  }).catch(() => null);
+  const chunked = shown !== null && isChunkedManifest(shown.document);
   let verdict: VerifyVerdict;
   try {
     verdict = await archiveVerify(store, {
@@ -53,7 +65,12 @@ export async function verifyRun(cmd: VerifyCommand, report: Reporter, io: Io): P
       secretKey: key.secretKey,
       onProgress: (p) => {
         if (io.signal?.aborted) throw interrupted();
-        progress.update(p.bytesDone, p.bytes, `shard ${p.shardsDone}/${p.shards}`);
+        progress.update(
+          p.bytesDone,
+          p.bytes,
+          // A 0.2 pack can be opened again after the bounded cache dropped it: count, no total.
+          chunked ? `${p.shardsDone} pack reads` : `shard ${p.shardsDone}/${p.shards}`,
+        );
       },
     });
   } catch (e) {
@@ -69,6 +86,8 @@ export async function verifyRun(cmd: VerifyCommand, report: Reporter, io: Io): P
     const object = f?.object ?? undefined;
     let message = f?.message ?? 'verification failed';
     if (object && !message.includes(object)) message = `${object}: ${message}`;
+    if (f?.code === 'ERR_ARCHIVE_AMBIGUOUS_RUN') message += ' (name the job with --job JOB)';
+    if (f) message += chainHint(f.code, verdict.job);
     const err = new RecoverError(code, `${runLabel}: ${message}`, {
       ...(object ? { object } : {}),
       ...(f ? { causeCode: f.code } : {}),
@@ -80,10 +99,13 @@ export async function verifyRun(cmd: VerifyCommand, report: Reporter, io: Io): P
   if (!c.signerPinned) {
     report.note('the signer was not pinned; pass --pin-signer with the fingerprint you trust to require it');
   }
-  report.result({ mode: 'full', verdict }, [
+  const view = shown !== null ? summariseVerified(shown.document) : null;
+  report.result({ mode: 'full', verdict, ...(view ? { run: view } : {}) }, [
     `${runLabel} (job ${verdict.job ?? '?'}): ok`,
-    `  format version, signature${c.signerPinned ? ' (pinned signer)' : ''}, key unwrap and index verified`,
-    `  ${c.shards} shards, ${c.records} records, ${size(c.bytes)} read back and matched their SHA-384`,
+    `  format ${view?.formatVersion ?? 'version'}, signature${c.signerPinned ? ' (pinned signer)' : ''}, key unwrap and index verified`,
+    chunked
+      ? `  ${c.records} records, ${size(c.bytes)} read back from ${view?.packs ?? '?'} pack${view?.packs === 1 ? '' : 's'} of the job (whichever run stored them); every chunk matched its id and every record its SHA-384`
+      : `  ${c.shards} shards, ${c.records} records, ${size(c.bytes)} read back and matched their SHA-384`,
   ]);
   return EXIT.OK;
 }
@@ -153,10 +175,15 @@ async function verifyWithoutKey(
         'the signer was not pinned; pass --pin-signer with the fingerprint you trust to require it',
       );
     }
-    report.note('no --key: stored objects were checked against the signed manifest, but not decrypted');
+    const chunked = isChunkedManifest(doc);
+    report.note(
+      chunked
+        ? 'no --key: format 0.2 run: only its signed index was checked; the packs holding its records are named inside the sealed index, so checking them (and reading the records) needs --key'
+        : 'no --key: stored objects were checked against the signed manifest, but not decrypted',
+    );
     report.result(
       {
-        mode: 'sealed-objects',
+        mode: chunked ? 'signed-index' : 'sealed-objects',
         verdict: {
           ok: true,
           job: doc.job,
@@ -168,10 +195,12 @@ async function verifyWithoutKey(
         run: view,
       },
       [
-        `${runLabel} (job ${doc.job}): ok (sealed objects only; records not decrypted without --key)`,
+        chunked
+          ? `${runLabel} (job ${doc.job}): ok (signed index only; records not decrypted and packs not checked without --key)`
+          : `${runLabel} (job ${doc.job}): ok (sealed objects only; records not decrypted without --key)`,
         `  format ${doc.formatVersion}, signature${manifest.signerPinned ? ' (pinned signer)' : ''} verified`,
-        isChunkedManifest(doc)
-          ? `  the index, ${size(total)}, matched the signed SHA-384 (format 0.2: packs are checked with --key)`
+        chunked
+          ? `  the index, ${size(total)}, matched the signed SHA-384; the ${view.packs ?? '?'} pack${view.packs === 1 ? '' : 's'} it references were not checked (run verify with --key)`
           : `  ${doc.shards.length} shards and the index, ${size(total)}, matched the signed SHA-384s`,
       ],
     );

@@ -6,6 +6,7 @@ import { CHUNKED_FORMAT_VERSION, type ChunkRef, type IndexEntry, type RecordMeta
 import { type ChunkKeys, isObjectId, packIndexKey } from './chunk-keys.ts';
 import { commonEntryFields, INDEX_FORMAT } from './index-codec.ts';
 import { isCount, isDigest, isObject } from './json-checks.ts';
+import { tableBytes } from './pack-codec.ts';
 import { runBinding, runTag } from './run-binding.ts';
 import { openLines, sealLines } from './sealed-lines.ts';
 import { getObject, listObjects } from './store.ts';
@@ -213,7 +214,8 @@ function parsePackLine(v: unknown): PackLine | null {
     at += length;
     chunks.push({ id: m[1]!, offset, length });
   }
-  if (at !== v.plainSize) return null;
+  // The chunks tile the pack's data, which its chunk table follows (§12.4).
+  if (at !== v.plainSize - tableBytes(chunks.length)) return null;
   return {
     pack: v.pack,
     size: v.size,

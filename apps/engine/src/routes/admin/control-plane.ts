@@ -19,7 +19,7 @@
 
 import { sha384Digest } from '@coffer/crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { Type } from 'typebox';
+import { type TSchema, Type } from 'typebox';
 import { bodyOf, ControlPlaneService, type Refusal, summaryOf } from '../../control-plane/index.ts';
 import { roleName } from '../../plugins/auth.ts';
 import { sendForbidden } from '../../plugins/replies.ts';
@@ -35,22 +35,16 @@ const Signed = {
   export: Type.String({ minLength: 2, maxLength: CONTROL_PLANE_BODY_LIMIT }),
   signature: Type.String({ minLength: 1, maxLength: 16384 }),
 };
+const Sealed = {
+  sealed: Type.Object({}, { additionalProperties: true }),
+  plaintext: Type.Object({}, { additionalProperties: true }),
+};
 const RestoreBody = Type.Object(Signed, { additionalProperties: false });
-const SealedBody = Type.Object(
-  {
-    sealed: Type.Object({}, { additionalProperties: true }),
-    plaintext: Type.Object({}, { additionalProperties: true }),
-  },
-  { additionalProperties: false },
-);
+const SealedBody = Type.Object(Sealed, { additionalProperties: false });
 const SignerKey = Type.String({ minLength: 32, maxLength: 16384 });
 const ImportBody = Type.Object({ ...Signed, signerPublicKey: SignerKey }, { additionalProperties: false });
 const ImportSealedBody = Type.Object(
-  {
-    sealed: Type.Object({}, { additionalProperties: true }),
-    plaintext: Type.Object({}, { additionalProperties: true }),
-    signerPublicKey: SignerKey,
-  },
+  { ...Sealed, signerPublicKey: SignerKey },
   { additionalProperties: false },
 );
 const ExportQuery = Type.Object(
@@ -103,6 +97,11 @@ export default async function controlPlaneRoutes(app: FastifyInstance): Promise<
   });
   const meta = (summary: string, operationId: string) => ({
     schema: { summary, operationId, tags: ['admin', 'control-plane'] },
+  });
+  /** A POST route's options: its gate, then `meta`'s schema with the body added. */
+  const posting = <G extends object>(gate: G, summary: string, operationId: string, body: TSchema) => ({
+    ...gate,
+    schema: { ...meta(summary, operationId).schema, body },
   });
 
   /** The bare admin token only: no session (not even one made from the token), no person. */
@@ -209,29 +208,23 @@ export default async function controlPlaneRoutes(app: FastifyInstance): Promise<
 
   app.post<{ Body: SignedBody }>(
     '/control-plane/restore',
-    {
-      ...bare,
-      schema: {
-        summary: 'Restore a signed control-plane export into this empty engine (bare admin token)',
-        operationId: 'postControlPlaneRestore',
-        tags: ['admin', 'control-plane'],
-        body: RestoreBody,
-      },
-    },
+    posting(
+      bare,
+      'Restore a signed control-plane export into this empty engine (bare admin token)',
+      'postControlPlaneRestore',
+      RestoreBody,
+    ),
     async (request, reply) => restoreReply(request, reply, await service.restore(request.body, false), false),
   );
 
   app.post<{ Body: { sealed: unknown; plaintext: unknown } }>(
     '/control-plane/restore-sealed',
-    {
-      ...bare,
-      schema: {
-        summary: 'Restore a sealed export with its plaintext opened off-engine (bare admin token)',
-        operationId: 'postControlPlaneRestoreSealed',
-        tags: ['admin', 'control-plane'],
-        body: SealedBody,
-      },
-    },
+    posting(
+      bare,
+      'Restore a sealed export with its plaintext opened off-engine (bare admin token)',
+      'postControlPlaneRestoreSealed',
+      SealedBody,
+    ),
     async (request, reply) =>
       restoreReply(
         request,
@@ -300,15 +293,12 @@ export default async function controlPlaneRoutes(app: FastifyInstance): Promise<
 
   app.post<{ Body: SignedBody & { signerPublicKey: string } }>(
     '/control-plane/import',
-    {
-      ...policyGate,
-      schema: {
-        summary: "Import another engine's signed export (no authority; foreign jobs disabled)",
-        operationId: 'postControlPlaneImport',
-        tags: ['admin', 'control-plane'],
-        body: ImportBody,
-      },
-    },
+    posting(
+      policyGate,
+      "Import another engine's signed export (no authority; foreign jobs disabled)",
+      'postControlPlaneImport',
+      ImportBody,
+    ),
     async (request, reply) =>
       importReply(
         request,
@@ -320,15 +310,12 @@ export default async function controlPlaneRoutes(app: FastifyInstance): Promise<
 
   app.post<{ Body: { sealed: unknown; plaintext: unknown; signerPublicKey: string } }>(
     '/control-plane/import-sealed',
-    {
-      ...policyGate,
-      schema: {
-        summary: "Import another engine's sealed export with its plaintext opened off-engine",
-        operationId: 'postControlPlaneImportSealed',
-        tags: ['admin', 'control-plane'],
-        body: ImportSealedBody,
-      },
-    },
+    posting(
+      policyGate,
+      "Import another engine's sealed export with its plaintext opened off-engine",
+      'postControlPlaneImportSealed',
+      ImportSealedBody,
+    ),
     async (request, reply) =>
       importReply(
         request,
