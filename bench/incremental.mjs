@@ -112,7 +112,13 @@ async function freshPair(dir) {
   const eng = await startEngine({ work: dir, engineMain, engineArgs });
   const rss = peakRss(eng.engine.pid);
   const jobId = 'bench-incremental';
-  const job = { id: jobId, cadenceSeconds: 86400, source: { type: 'files', path: src } };
+  const job = {
+    id: jobId,
+    cadenceSeconds: 86400,
+    source: { type: 'files', path: src },
+    // BENCH_INCREMENTAL=1: the job option `incremental` (archive format 0.2, docs/jobs.md).
+    ...(given.BENCH_INCREMENTAL === '1' ? { incremental: true } : {}),
+  };
   // The job is created just before its first triggered run, as bench/backup.mjs does: a job
   // without runs is due, and the scheduler's poll would otherwise start its first run on its own
   // while restic is being timed (restic goes first in even repetitions).

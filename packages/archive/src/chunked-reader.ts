@@ -41,6 +41,8 @@ import type {
 
 /** Packs kept opened (plaintext) at once: 4 × up to 72 MiB at the largest pack size, 64 MiB at the default. */
 const PACK_CACHE = 4;
+/** Packs opened ahead of the one being read (the cache holds them and the current one). */
+const PREFETCH = 2;
 const DEFAULT_MAX_RECORD_BYTES = 64 * 1024 * 1024;
 /** The largest pack a reader accepts when no pack index gives its size: 64 MiB + 8 MiB + table + frame. */
 const PACK_MAX_BYTES = 80 * 1024 * 1024;
@@ -386,7 +388,28 @@ export class ChunkedRunReader implements OpenedRun {
       }
     }
     let bytesDone = 0;
+    // Packs in order of first use, opened ahead on the codec workers while this thread hashes.
+    const order: string[] = [];
+    const seen = new Set<string>();
+    for (const e of entries)
+      for (const r of e.chunks!) {
+        const pack = map.chunks.get(r.id)!.pack;
+        if (!seen.has(pack) && (fresh === null || fresh.has(pack))) {
+          seen.add(pack);
+          order.push(pack);
+        }
+      }
+    const position = new Map(order.map((p, i) => [p, i]));
+    let ahead = 0;
+    const prefetch = (pack: string) => {
+      const i = position.get(pack);
+      if (i === undefined) return;
+      for (; ahead <= i + PREFETCH && ahead < order.length; ahead++) {
+        this.openPack(order[ahead]!, map).catch(() => undefined);
+      }
+    };
     for (const entry of entries) {
+      for (const r of entry.chunks!) prefetch(map.chunks.get(r.id)!.pack);
       const only = fresh === null || entry.chunks!.every((r) => fresh.has(map.chunks.get(r.id)!.pack));
       if (only) {
         const hash = createHash('sha384');

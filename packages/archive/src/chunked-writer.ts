@@ -417,6 +417,8 @@ class ChunkedRunWriter implements ChunkedWriter {
   private flushed = 0;
   private readonly inFlight: Promise<void>[] = [];
   private lastFlight: Promise<void> = Promise.resolve();
+  /** Pack buffers whose pack is stored, ready for reuse. */
+  private readonly spare: Buffer[] = [];
   private flightError: unknown = null;
   // The open pack: committed chunks in [0, packLen), the chunk being cut in [packLen, packLen + openLen).
   private pack: Buffer;
@@ -592,11 +594,15 @@ class ChunkedRunWriter implements ChunkedWriter {
     const recordsDone = this.lines.length;
     const { c } = this;
     const before = this.lastFlight;
+    const buffer = this.pack;
     const flight = (async () => {
       const line = await storePack(c.store, c.codec, c.job, c.keys, packId, plain, chunks, {
         compress: c.compress,
         salt: this.salt,
       });
+      // The store has the bytes: the buffer takes the next pack (fresh 16 MiB buffers cost a page
+      // fault per 4 KiB and leave the collector gigabytes to sweep over a run).
+      this.spare.push(buffer);
       // Packs are sealed concurrently but reported (and described) in the order they were cut.
       await before.catch(() => undefined);
       this.newPacks.push(line);
@@ -614,7 +620,8 @@ class ChunkedRunWriter implements ChunkedWriter {
     });
     this.inFlight.push(flight);
     this.lastFlight = flight;
-    this.pack = Buffer.allocUnsafeSlow(c.packSize + c.chunker.params.maxSize + TABLE_ROOM);
+    this.pack =
+      this.spare.pop() ?? Buffer.allocUnsafeSlow(c.packSize + c.chunker.params.maxSize + TABLE_ROOM);
     this.packId = newObjectId();
     this.packLen = 0;
     this.packChunks = [];
