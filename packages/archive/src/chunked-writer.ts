@@ -91,6 +91,14 @@ const MIB = 1024 * 1024;
 /** Default plaintext bytes per pack, and the accepted range (as for 0.1 shards). */
 const DEFAULT_PACK_SIZE = 8 * MIB;
 const MIN_PACK_SIZE = 64 * 1024;
+/**
+ * A pack buffer in shared memory: the codec workers read it in place (a plain buffer would be
+ * copied into every seal request), and it is reused for the next pack once its pack is stored.
+ */
+function packBuffer(size: number): Buffer {
+  return Buffer.from(new SharedArrayBuffer(size));
+}
+
 /** Room after a pack's chunks for its table without a copy (1,820 chunks; more: one copy). */
 const TABLE_ROOM = 64 * 1024;
 const MAX_PACK_SIZE = 64 * MIB;
@@ -435,7 +443,7 @@ class ChunkedRunWriter implements ChunkedWriter {
     this.c = c;
     this.job = c.job;
     this.runId = c.runId;
-    this.pack = Buffer.allocUnsafeSlow(c.packSize + c.chunker.params.maxSize + TABLE_ROOM);
+    this.pack = packBuffer(c.packSize + c.chunker.params.maxSize + TABLE_ROOM);
   }
 
   async addRecord(record: RecordInput): Promise<RecordResult> {
@@ -620,8 +628,7 @@ class ChunkedRunWriter implements ChunkedWriter {
     });
     this.inFlight.push(flight);
     this.lastFlight = flight;
-    this.pack =
-      this.spare.pop() ?? Buffer.allocUnsafeSlow(c.packSize + c.chunker.params.maxSize + TABLE_ROOM);
+    this.pack = this.spare.pop() ?? packBuffer(c.packSize + c.chunker.params.maxSize + TABLE_ROOM);
     this.packId = newObjectId();
     this.packLen = 0;
     this.packChunks = [];

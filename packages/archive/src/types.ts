@@ -407,8 +407,9 @@ export interface VerifyRunOptions extends OpenRunOptions {
   onProgress?: (progress: VerifyProgress) => void;
   /**
    * Format 0.2 only, the writer's read-back of the run it just sealed: read only these packs (the
-   * ones the run stored, `ChunkedRunSummary.packIds`) in full, with every chunk id and every record
-   * made only of their chunks; for every other pack the run references, check that a pack index
+   * ones the run stored, `ChunkedRunSummary.packIds`) in full, every chunk checked against the keyed
+   * id the signed index names (the whole-record SHA-384 is left to a full verify); for every other
+   * pack the run references, check that a pack index
    * describes every chunk, that the pack is listed in the store with its recorded size, and that
    * the pack index's digest equals the run's signed pack reference. Those packs were read back in
    * full by the run that stored them. Without it every byte of the run is read (a full verify).
