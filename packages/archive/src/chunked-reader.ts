@@ -10,6 +10,7 @@ import { createHash } from 'node:crypto';
 import { formatDigest, sha384, unwrapKey } from '@coffer/crypto';
 import type { ObjectStore } from '@coffer/objectstore';
 import { ArchiveError } from './errors.ts';
+import { BufferPool } from './internal/buffer-pool.ts';
 import { type ChunkKeys, chunkId, chunkKeys, runIndexKey } from './internal/chunk-keys.ts';
 import {
   addPacks,
@@ -19,7 +20,7 @@ import {
   toChunkedEntry,
   toPackRef,
 } from './internal/chunked-index.ts';
-import { type FrameCodec, frameCodec } from './internal/codec-pool.ts';
+import { type FrameCodec, frameCodec, inlineCodec } from './internal/codec-pool.ts';
 import { INDEX_FORMAT } from './internal/index-codec.ts';
 import { chunkKeyAad } from './internal/manifest.ts';
 import { describePack, openPack } from './internal/pack-codec.ts';
@@ -387,6 +388,10 @@ export class ChunkedRunReader implements OpenedRun {
         }
       }
     }
+    if (fresh !== null) {
+      await this.readBack(entries, map, fresh, packs.size, checks, onProgress);
+      return;
+    }
     let bytesDone = 0;
     // Packs in order of first use, opened ahead on the codec workers while this thread hashes.
     const order: string[] = [];
@@ -394,7 +399,7 @@ export class ChunkedRunReader implements OpenedRun {
     for (const e of entries)
       for (const r of e.chunks!) {
         const pack = map.chunks.get(r.id)!.pack;
-        if (!seen.has(pack) && (fresh === null || fresh.has(pack))) {
+        if (!seen.has(pack)) {
           seen.add(pack);
           order.push(pack);
         }
@@ -402,27 +407,16 @@ export class ChunkedRunReader implements OpenedRun {
     const position = new Map(order.map((p, i) => [p, i]));
     let ahead = 0;
     const prefetch = (pack: string) => {
-      const i = position.get(pack);
-      if (i === undefined) return;
+      const i = position.get(pack)!;
       for (; ahead <= i + PREFETCH && ahead < order.length; ahead++) {
         this.openPack(order[ahead]!, map).catch(() => undefined);
       }
     };
     for (const entry of entries) {
       for (const r of entry.chunks!) prefetch(map.chunks.get(r.id)!.pack);
-      // A full verify re-hashes every record; the writer's read-back (newPacks) checks every new
-      // chunk against its signed keyed id, which is what makes the bytes the signed ones, and
-      // leaves the whole-record SHA-384 (computed by the writer from the same bytes) to full verifies.
-      const only = fresh === null;
-      if (only) {
-        const hash = createHash('sha384');
-        for (const ref of entry.chunks!) hash.update(await this.readChunk(ref, map));
-        this.checkRecord(entry, hash);
-      } else {
-        // Chunks in new packs are read and checked against their ids; the rest were when stored.
-        for (const ref of entry.chunks!)
-          if (fresh!.has(map.chunks.get(ref.id)!.pack)) await this.readChunk(ref, map);
-      }
+      const hash = createHash('sha384');
+      for (const ref of entry.chunks!) hash.update(await this.readChunk(ref, map));
+      this.checkRecord(entry, hash);
       checks.records++;
       checks.bytes += entry.size;
       bytesDone += entry.size;
@@ -432,6 +426,112 @@ export class ChunkedRunReader implements OpenedRun {
         bytesDone,
         bytes: this.doc.totals.bytes,
       });
+    }
+  }
+
+  /**
+   * The writer's read-back: every new pack is read whole (digest against its pack index, tag) and
+   * every chunk its pack index describes is checked against its keyed id, which is what makes the
+   * bytes the signed ones; the whole-record SHA-384 (computed by the writer from the same bytes)
+   * is left to full verifies. Pack by pack rather than record by record, into a fixed pool of
+   * shared buffers opened in place, several ahead on the codec workers while this thread checks
+   * chunk ids: no allocation per pack.
+   */
+  private async readBack(
+    entries: readonly IndexEntry[],
+    map: ChunkMap,
+    fresh: ReadonlySet<string>,
+    packCount: number,
+    checks: VerifyChecks,
+    onProgress?: (p: VerifyProgress) => void,
+  ): Promise<void> {
+    const { job } = this.doc;
+    // New packs in order of first use; a record is done once the last new pack it uses is.
+    const order: string[] = [];
+    const position = new Map<string, number>();
+    const doneAfter: number[] = [];
+    let bytesDone = 0;
+    for (const e of entries) {
+      let last = -1;
+      for (const r of e.chunks!) {
+        const loc = map.chunks.get(r.id)!;
+        if (!fresh.has(loc.pack)) continue;
+        if (loc.length !== r.length) {
+          throw new ArchiveError('ERR_ARCHIVE_CHUNK_TAMPERED', {
+            object: layout.pack(job, this.keys.keyId, loc.pack),
+            detail: `chunk ${r.id}: length differs`,
+          });
+        }
+        let i = position.get(loc.pack);
+        if (i === undefined) {
+          i = order.length;
+          position.set(loc.pack, i);
+          order.push(loc.pack);
+          doneAfter.push(0);
+        }
+        last = Math.max(last, i);
+      }
+      checks.records++;
+      checks.bytes += e.size;
+      if (last < 0) bytesDone += e.size;
+      else doneAfter[last]! += e.size;
+    }
+    const report = () =>
+      onProgress?.({ shardsDone: checks.shards, shards: packCount, bytesDone, bytes: this.doc.totals.bytes });
+    if (order.length === 0) {
+      report();
+      return;
+    }
+    let size = 0;
+    for (const pack of order) {
+      const line = map.packs.get(pack)!;
+      size = Math.max(size, line.size, line.plainSize);
+    }
+    // Shared whenever a worker opens the packs: a plain buffer would be copied there and back.
+    const pool = new BufferPool({
+      size,
+      count: this.codec.parallel + PREFETCH,
+      shared: this.codec !== inlineCodec,
+    });
+    const opening: { pack: string; buf: Promise<Uint8Array>; plain: Promise<Uint8Array> }[] = [];
+    let next = 0;
+    const startOpen = () => {
+      const pack = order[next++]!;
+      const line = map.packs.get(pack)!;
+      const buf = pool.acquire();
+      const plain = buf.then(
+        async (b) => (await openPack(this.store, this.codec, job, this.keys, pack, line, line.size, b)).plain,
+      );
+      plain.catch(() => undefined);
+      opening.push({ pack, buf, plain });
+    };
+    try {
+      while (next < order.length && opening.length < pool.count) startOpen();
+      for (let i = 0; i < order.length; i++) {
+        const { pack, buf, plain: opened } = opening.shift()!;
+        const plain = await opened;
+        const object = layout.pack(job, this.keys.keyId, pack);
+        for (const c of map.packs.get(pack)!.chunks) {
+          if (chunkId(this.keys, plain.subarray(c.offset, c.offset + c.length)) !== c.id) {
+            throw new ArchiveError('ERR_ARCHIVE_CHUNK_TAMPERED', {
+              object,
+              detail: `chunk ${c.id} of run ${job}/${this.doc.runId}`,
+            });
+          }
+        }
+        pool.release(await buf);
+        checks.shards++;
+        bytesDone += doneAfter[i]!;
+        report();
+        if (next < order.length) startOpen();
+      }
+    } finally {
+      // Buffers still out belong to opens that failed or were abandoned: wait for them to settle.
+      for (const o of opening) {
+        await o.plain.catch(() => undefined);
+        pool.release(await o.buf);
+      }
+      pool.dispose();
     }
   }
 }

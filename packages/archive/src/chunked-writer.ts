@@ -91,17 +91,33 @@ const MIB = 1024 * 1024;
 /** Default plaintext bytes per pack, and the accepted range (as for 0.1 shards). */
 const DEFAULT_PACK_SIZE = 8 * MIB;
 const MIN_PACK_SIZE = 64 * 1024;
+/** A sealed frame's header before its payload, and header plus tag. */
+const FRAME_HEADER = 32;
+const FRAME_OVERHEAD = 48;
 /**
  * A pack buffer in shared memory: the codec workers read it in place (a plain buffer would be
  * copied into every seal request), and it is reused for the next pack once its pack is stored.
+ * The returned view starts FRAME_HEADER bytes into the buffer and leaves room for the tag after
+ * `size`, so the pack is sealed in place (`sealOut`): no frame buffer per pack (a fresh 8 MiB
+ * buffer per pack was ~1 GiB of short-lived external memory per GiB stored, and the collector's
+ * most expensive work in a first run).
  */
 function packBuffer(size: number): Buffer {
-  return Buffer.from(new SharedArrayBuffer(size));
+  return Buffer.from(new SharedArrayBuffer(size + FRAME_OVERHEAD), FRAME_HEADER, size);
+}
+
+/** The whole frame-sized buffer around `plain`, a view of a pack buffer from its start. */
+function sealOut(plain: Uint8Array): Uint8Array {
+  return new Uint8Array(plain.buffer, plain.byteOffset - FRAME_HEADER, plain.length + FRAME_OVERHEAD);
 }
 
 /** Room after a pack's chunks for its table without a copy (1,820 chunks; more: one copy). */
 const TABLE_ROOM = 64 * 1024;
 const MAX_PACK_SIZE = 64 * MIB;
+/** Pack buffers beyond the codec's parallelism (filling, waiting for a worker, being written). */
+const BUFFERS_AHEAD = 2;
+/** Packs whose store has not settled beyond the codec's parallelism (as the 0.1 writer). */
+const STORE_AHEAD = 5;
 
 /**
  * What a run builds on: the job's chunk key, what its packs hold, and the previous run's records.
@@ -425,8 +441,10 @@ class ChunkedRunWriter implements ChunkedWriter {
   private flushed = 0;
   private readonly inFlight: Promise<void>[] = [];
   private lastFlight: Promise<void> = Promise.resolve();
-  /** Pack buffers whose pack is stored, ready for reuse. */
+  /** Pack buffers whose pack's bytes the store has, ready for reuse; and callers waiting for one. */
   private readonly spare: Buffer[] = [];
+  private readonly waiting: ((b: Buffer) => void)[] = [];
+  private buffers = 1;
   private flightError: unknown = null;
   // The open pack: committed chunks in [0, packLen), the chunk being cut in [packLen, packLen + openLen).
   private pack: Buffer;
@@ -590,9 +608,11 @@ class ChunkedRunWriter implements ChunkedWriter {
     // The pack's own chunk table follows its chunks (§12.4): in place when the buffer has room.
     const table = tableBytes(chunks.length);
     let plain: Uint8Array;
+    let out: Uint8Array | null = null;
     if (this.packLen + table <= this.pack.length) {
       writeTable(this.pack, this.packLen, chunks);
       plain = this.pack.subarray(0, this.packLen + table);
+      out = sealOut(plain);
     } else {
       const whole = Buffer.allocUnsafe(this.packLen + table);
       whole.set(this.pack.subarray(0, this.packLen));
@@ -603,14 +623,29 @@ class ChunkedRunWriter implements ChunkedWriter {
     const { c } = this;
     const before = this.lastFlight;
     const buffer = this.pack;
+    // The store has the bytes (the fs store: written, before its fsync, which on a busy disk takes
+    // longer than writing): the buffer takes the next pack (fresh 16 MiB buffers cost a page fault
+    // per 4 KiB and leave the collector gigabytes to sweep over a run).
+    let held = true;
+    const release = () => {
+      if (!held) return;
+      held = false;
+      const waiter = this.waiting.shift();
+      if (waiter !== undefined) waiter(buffer);
+      else this.spare.push(buffer);
+    };
     const flight = (async () => {
-      const line = await storePack(c.store, c.codec, c.job, c.keys, packId, plain, chunks, {
-        compress: c.compress,
-        salt: this.salt,
-      });
-      // The store has the bytes: the buffer takes the next pack (fresh 16 MiB buffers cost a page
-      // fault per 4 KiB and leave the collector gigabytes to sweep over a run).
-      this.spare.push(buffer);
+      let line: PackLine;
+      try {
+        line = await storePack(c.store, c.codec, c.job, c.keys, packId, plain, chunks, {
+          compress: c.compress,
+          salt: this.salt,
+          out,
+          onBodyWritten: release,
+        });
+      } finally {
+        release();
+      }
       // Packs are sealed concurrently but reported (and described) in the order they were cut.
       await before.catch(() => undefined);
       this.newPacks.push(line);
@@ -628,12 +663,25 @@ class ChunkedRunWriter implements ChunkedWriter {
     });
     this.inFlight.push(flight);
     this.lastFlight = flight;
-    this.pack = this.spare.pop() ?? packBuffer(c.packSize + c.chunker.params.maxSize + TABLE_ROOM);
     this.packId = newObjectId();
     this.packLen = 0;
     this.packChunks = [];
-    // Bounded memory: wait for the oldest pack once as many are in flight as the codec seals at once, plus one.
-    while (this.inFlight.length > Math.max(1, c.codec.parallel)) await this.inFlight.shift();
+    // Bounded memory: at most `parallel + BUFFERS_AHEAD` pack buffers; packs whose buffer is free
+    // but whose store has not settled (an fsync, an upload's last round trip) are bounded apart.
+    this.pack = await this.nextBuffer();
+    while (this.inFlight.length > c.codec.parallel + STORE_AHEAD) await this.inFlight.shift();
+  }
+
+  /** A free pack buffer: a spare one, a new one while fewer exist than the bound, else the next released. */
+  private nextBuffer(): Promise<Buffer> {
+    const b = this.spare.pop();
+    if (b !== undefined) return Promise.resolve(b);
+    const { c } = this;
+    if (this.buffers < c.codec.parallel + BUFFERS_AHEAD) {
+      this.buffers++;
+      return Promise.resolve(packBuffer(c.packSize + c.chunker.params.maxSize + TABLE_ROOM));
+    }
+    return new Promise((resolve) => this.waiting.push(resolve));
   }
 
   /** Stores a pack index describing the packs stored since the last one (none: nothing). */

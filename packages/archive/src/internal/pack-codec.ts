@@ -75,7 +75,14 @@ export async function storePack(
   packId: string,
   plain: Uint8Array,
   chunks: PackLine['chunks'],
-  options: { compress: boolean; salt: Uint8Array },
+  options: {
+    compress: boolean;
+    salt: Uint8Array;
+    /** The frame-sized buffer `plain` lies in at offset 32 (sealed in place), or null. */
+    out?: Uint8Array | null;
+    /** Called once the store no longer needs the frame's bytes (see PutOptions.onBodyWritten). */
+    onBodyWritten?: () => void;
+  },
 ): Promise<PackLine> {
   const r = await codec.seal({
     domain: 2,
@@ -87,12 +94,13 @@ export async function storePack(
     binding: runBinding(job, packId),
     runTag: runTag(job, packId),
     salt: options.salt,
-    out: null,
+    out: options.out ?? null,
   });
   await putObject(store, layout.pack(job, keys.keyId, packId), r.frame, {
     contentLength: r.frame.length,
     contentType: 'application/octet-stream',
     ifNoneMatch: '*',
+    ...(options.onBodyWritten === undefined ? {} : { onBodyWritten: options.onBodyWritten }),
   });
   return {
     pack: packId,
@@ -108,6 +116,9 @@ export async function storePack(
  * Reads and opens a pack: its SHA-384 must equal the pack index's before it is decrypted (when a
  * line is given), then its tag under its own key bound to its id. Returns the plaintext.
  * `line` null: a pack no index describes (a rebuild), checked by its tag and table alone.
+ * `into` (a buffer of at least the pack's stored and plaintext sizes, shared memory when the codec
+ * runs on workers): the frame is read and opened in it and the plaintext is a view of it, so a
+ * read-back allocates nothing per pack; the caller owns it again once done with the plaintext.
  */
 export async function openPack(
   store: ObjectStore,
@@ -117,13 +128,19 @@ export async function openPack(
   pack: string,
   line: Pick<PackLine, 'size' | 'sha384' | 'plainSize'> | null,
   maxBytes: number,
+  into?: Uint8Array,
 ): Promise<{ plain: Uint8Array; size: number; sha384: string | null }> {
   const object = layout.pack(job, keys.keyId, pack);
-  const frame = await getObject(store, object, {
-    maxBytes: line?.size ?? maxBytes,
-    tooLarge: () =>
-      new ArchiveError('ERR_ARCHIVE_SHARD_TAMPERED', { object, detail: 'larger than its pack index says' }),
-  });
+  const frame = await getObject(
+    store,
+    object,
+    {
+      maxBytes: line?.size ?? maxBytes,
+      tooLarge: () =>
+        new ArchiveError('ERR_ARCHIVE_SHARD_TAMPERED', { object, detail: 'larger than its pack index says' }),
+    },
+    into,
+  );
   if (frame === null) throw new ArchiveError('ERR_ARCHIVE_PACK_MISSING', { object });
   const size = frame.length;
   const digest = line === null ? formatDigest(createHash('sha384').update(frame).digest()) : null;
@@ -137,7 +154,9 @@ export async function openPack(
     runTag: runTag(job, pack),
     digest: line === null ? null : parseDigest(line.sha384 as ReturnType<typeof formatDigest>),
     plainLength: line?.plainSize ?? null,
-    out: null,
+    // Opened in place: each piece's plaintext lands where its ciphertext was read from, minus
+    // the header (a compressed payload goes through the codec's scratch first).
+    out: into !== undefined && line !== null ? into.subarray(0, line.plainSize) : null,
   });
   if (!r.ok) {
     throw new ArchiveError(
