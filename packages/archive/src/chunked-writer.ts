@@ -45,7 +45,7 @@ import {
   sealPackIndex,
 } from './internal/chunked-index.ts';
 import { CHUNK_PARAMS, type ChunkParams, ContentChunker } from './internal/chunker.ts';
-import { type FrameCodec, frameCodec } from './internal/codec-pool.ts';
+import { type FrameCodec, frameCodec, inlineCodec } from './internal/codec-pool.ts';
 import {
   chunkKeyAad,
   MANIFEST_SIGNATURE_CONTEXT,
@@ -53,6 +53,14 @@ import {
   type SignatureDocument,
 } from './internal/manifest.ts';
 import { storePack, tableBytes, writeTable } from './internal/pack-codec.ts';
+import {
+  BEGIN,
+  END,
+  type HashDigest,
+  OFFLOAD_MIN,
+  type RecordHasher,
+  recordHasher,
+} from './internal/record-hash.ts';
 import { runBinding, runTag, sessionSalt } from './internal/run-binding.ts';
 import { assertRuntime } from './internal/runtime.ts';
 import { sealLines } from './internal/sealed-lines.ts';
@@ -425,6 +433,12 @@ interface Config {
 
 type State = 'open' | 'busy' | 'finished' | 'failed';
 
+/** A record hashed on the record-hash thread: its running hash's key, and whether it has begun. */
+interface Offloaded {
+  key: number;
+  begun: boolean;
+}
+
 class ChunkedRunWriter implements ChunkedWriter {
   readonly job: string;
   readonly runId: string;
@@ -457,11 +471,22 @@ class ChunkedRunWriter implements ChunkedWriter {
   private newBytes = 0;
   private unchanged = 0;
 
+  /** Large records' SHA-384 runs on the record-hash thread, reading their chunks in the pack buffer. */
+  private readonly hasher: RecordHasher;
+  /**
+   * Hash ranges of the open pack buffer not yet sent (one message per pack, per duplicate chunk
+   * and per record end rather than per chunk), and the last request sent: the pack buffer is
+   * sealed in place, and a duplicate's bytes overwritten, only once the hash thread read them.
+   */
+  private hashOps: number[] = [];
+  private lastHash: Promise<HashDigest[]> = Promise.resolve([]);
+
   constructor(c: Config) {
     this.c = c;
     this.job = c.job;
     this.runId = c.runId;
     this.pack = packBuffer(c.packSize + c.chunker.params.maxSize + TABLE_ROOM);
+    this.hasher = recordHasher(c.codec !== inlineCodec);
   }
 
   async addRecord(record: RecordInput): Promise<RecordResult> {
@@ -493,7 +518,7 @@ class ChunkedRunWriter implements ChunkedWriter {
         for (const r of refs) this.reference(r.id);
         this.unchanged++;
       } else {
-        ({ size, digest, refs } = await this.readBody(record.body));
+        ({ size, digest, refs } = await this.readBody(record.body, record.size));
       }
       this.chunkRefs += refs.length;
       this.bytes += size;
@@ -547,47 +572,70 @@ class ChunkedRunWriter implements ChunkedWriter {
 
   private async readBody(
     body: RecordInput['body'],
+    declared: number | undefined,
   ): Promise<{ size: number; digest: Digest; refs: ChunkRef[] }> {
-    const hash = createHash('sha384');
+    if (body instanceof Uint8Array) declared = body.length;
+    // A large record is hashed on the record-hash thread chunk by chunk, from the pack buffer the
+    // chunk was cut in (this thread meanwhile computes the chunk's id and reads on).
+    const offload = this.hasher.offThread && declared !== undefined && declared >= OFFLOAD_MIN;
+    const hash = offload ? null : createHash('sha384');
+    const rec: Offloaded | null = offload ? { key: this.hasher.newKey(), begun: false } : null;
     const chunker = this.c.chunker;
     chunker.reset();
     this.openLen = 0;
     const refs: ChunkRef[] = [];
     let size = 0;
-    const it = bodyChunks(body)[Symbol.asyncIterator]();
-    for (;;) {
-      let step: IteratorResult<Uint8Array>;
-      try {
-        step = await it.next();
-      } catch (e) {
-        throw new ArchiveError('ERR_ARCHIVE_SOURCE_READ', { cause: e });
+    try {
+      const it = bodyChunks(body)[Symbol.asyncIterator]();
+      for (;;) {
+        let step: IteratorResult<Uint8Array>;
+        try {
+          step = await it.next();
+        } catch (e) {
+          throw new ArchiveError('ERR_ARCHIVE_SOURCE_READ', { cause: e });
+        }
+        if (step.done) break;
+        const piece = step.value;
+        if (!(piece instanceof Uint8Array)) throw invalid('record body yielded a non-Uint8Array piece');
+        hash?.update(piece);
+        size += piece.length;
+        let from = 0;
+        while (from < piece.length) {
+          const cut = chunker.next(piece, from);
+          const end = cut < 0 ? piece.length : cut;
+          this.pack.set(piece.subarray(from, end), this.packLen + this.openLen);
+          this.openLen += end - from;
+          from = end;
+          if (cut >= 0) await this.closeChunk(refs, rec);
+        }
       }
-      if (step.done) break;
-      const piece = step.value;
-      if (!(piece instanceof Uint8Array)) throw invalid('record body yielded a non-Uint8Array piece');
-      hash.update(piece);
-      size += piece.length;
-      let from = 0;
-      while (from < piece.length) {
-        const cut = chunker.next(piece, from);
-        const end = cut < 0 ? piece.length : cut;
-        this.pack.set(piece.subarray(from, end), this.packLen + this.openLen);
-        this.openLen += end - from;
-        from = end;
-        if (cut >= 0) await this.closeChunk(refs);
+      if (this.openLen > 0) await this.closeChunk(refs, rec);
+      if (hash !== null) return { size, digest: formatDigest(hash.digest()), refs };
+      this.hashOps.push(rec!.key, 0, 0, (rec!.begun ? 0 : BEGIN) | END);
+      const replies = await this.sendHashes();
+      return { size, digest: formatDigest(replies.find((r) => r.key === rec!.key)!.digest), refs };
+    } catch (e) {
+      if (rec !== null) {
+        this.hashOps = [];
+        this.hasher.forget([rec.key]);
       }
+      throw e;
     }
-    if (this.openLen > 0) await this.closeChunk(refs);
-    return { size, digest: formatDigest(hash.digest()), refs };
   }
 
-  private async closeChunk(refs: ChunkRef[]): Promise<void> {
+  private async closeChunk(refs: ChunkRef[], rec: Offloaded | null): Promise<void> {
     const length = this.openLen;
     const bytes = this.pack.subarray(this.packLen, this.packLen + length);
+    if (rec !== null) {
+      this.hashOps.push(rec.key, this.packLen, this.packLen + length, rec.begun ? 0 : BEGIN);
+      rec.begun = true;
+    }
     const id = chunkId(this.c.keys, bytes);
     this.openLen = 0;
     refs.push({ id, length });
     if (this.fresh.has(id) || this.c.map.chunks.has(id)) {
+      // The next chunk is cut where this one lies: the hash thread must have read it first.
+      if (rec !== null) await this.sendHashes();
       this.reference(id);
       return;
     }
@@ -634,9 +682,13 @@ class ChunkedRunWriter implements ChunkedWriter {
       if (waiter !== undefined) waiter(buffer);
       else this.spare.push(buffer);
     };
+    // The pack is sealed in place: the hash thread must have read its chunks first.
+    const hashed = this.hashOps.length > 0 ? this.sendHashes() : this.lastHash;
+    hashed.catch(() => undefined);
     const flight = (async () => {
       let line: PackLine;
       try {
+        await hashed;
         line = await storePack(c.store, c.codec, c.job, c.keys, packId, plain, chunks, {
           compress: c.compress,
           salt: this.salt,
@@ -670,6 +722,17 @@ class ChunkedRunWriter implements ChunkedWriter {
     // but whose store has not settled (an fsync, an upload's last round trip) are bounded apart.
     this.pack = await this.nextBuffer();
     while (this.inFlight.length > c.codec.parallel + STORE_AHEAD) await this.inFlight.shift();
+  }
+
+  /** Sends the pending hash ranges of the open pack buffer (FIFO after every earlier request). */
+  private sendHashes(): Promise<HashDigest[]> {
+    const ops = this.hashOps;
+    this.hashOps = [];
+    const sent = this.hasher.run(this.pack, ops).catch((e: unknown) => {
+      throw new ArchiveError('ERR_ARCHIVE_INTERNAL', { detail: 'record hash failed', cause: e });
+    });
+    this.lastHash = sent;
+    return sent;
   }
 
   /** A free pack buffer: a spare one, a new one while fewer exist than the bound, else the next released. */

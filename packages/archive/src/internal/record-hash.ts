@@ -20,6 +20,8 @@ import { Worker } from 'node:worker_threads';
 export const BEGIN = 1;
 export const END = 2;
 export const PREFIX = 4;
+/** Records at least this large are hashed on the record-hash thread (smaller ones inline: cheaper than a message). */
+export const OFFLOAD_MIN = 512 * 1024;
 
 export interface HashDigest {
   key: number;

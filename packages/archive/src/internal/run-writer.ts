@@ -28,7 +28,7 @@ import { type CheckpointPartial, type CheckpointState, sealCheckpoint } from './
 import { type FrameCodec, inlineCodec } from './codec-pool.ts';
 import { entryLine } from './index-codec.ts';
 import { MANIFEST_MAX_SHARDS } from './manifest.ts';
-import { BEGIN, END, PREFIX, type RecordHasher, recordHasher } from './record-hash.ts';
+import { BEGIN, END, OFFLOAD_MIN, PREFIX, type RecordHasher, recordHasher } from './record-hash.ts';
 import { runBinding, runTag, sessionSalt } from './run-binding.ts';
 import { commitRun, sealIndex } from './run-commit.ts';
 import { putObject } from './store.ts';
@@ -51,8 +51,6 @@ const STORE_AHEAD = 5;
  * being hashed, one being written to the store (a frame is sealed in its shard buffer).
  */
 const SHARDS_AHEAD = 3;
-/** Records at least this large are hashed on the record-hash thread (smaller ones inline: cheaper than a message). */
-const OFFLOAD_MIN = 512 * 1024;
 
 interface Snapshot {
   shardsDone: number;
