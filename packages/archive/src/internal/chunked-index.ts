@@ -266,6 +266,21 @@ export function openPackIndex(
 
 const INDEX_NAME = /\/index\/([0-9a-f]{32})\.bin$/;
 
+/**
+ * A pack index object's bytes; null when it is absent or larger than any pack index may be, which
+ * callers treat like an index that does not open (never trusted) rather than a store failure.
+ */
+export async function getPackIndex(store: ObjectStore, key: string): Promise<Uint8Array | null> {
+  return getObject(store, key, {
+    maxBytes: PACK_INDEX_MAX_BYTES,
+    tooLarge: () =>
+      new ArchiveError('ERR_ARCHIVE_INDEX_TAMPERED', { object: key, detail: 'pack index too large' }),
+  }).catch((e: unknown) => {
+    if (e instanceof ArchiveError && e.code === 'ERR_ARCHIVE_INDEX_TAMPERED') return null;
+    throw e;
+  });
+}
+
 /** Adds one opened pack index to a chunk map. */
 export function addPacks(map: ChunkMap, packs: readonly PackLine[]): void {
   for (const p of packs) {
@@ -287,14 +302,7 @@ export async function loadChunkMap(store: ObjectStore, job: string, keys: ChunkK
   for (const o of objects) {
     const m = INDEX_NAME.exec(o.key);
     if (m === null) continue;
-    const bytes = await getObject(store, o.key, {
-      maxBytes: PACK_INDEX_MAX_BYTES,
-      tooLarge: () =>
-        new ArchiveError('ERR_ARCHIVE_INDEX_TAMPERED', { object: o.key, detail: 'pack index too large' }),
-    }).catch((e: unknown) => {
-      if (e instanceof ArchiveError && e.code === 'ERR_ARCHIVE_INDEX_TAMPERED') return null;
-      throw e;
-    });
+    const bytes = await getPackIndex(store, o.key);
     const packs = bytes === null ? null : openPackIndex(bytes, job, keys, m[1]!);
     if (packs === null) {
       map.unreadable.push(o.key);
