@@ -7,7 +7,7 @@
  * Opened packs are kept in a small LRU, so memory stays bounded by the pack size.
  */
 import { createHash } from 'node:crypto';
-import { formatDigest, sha384, unwrapKey } from '@coffer/crypto';
+import { formatDigest, unwrapKey } from '@coffer/crypto';
 import type { ObjectStore } from '@coffer/objectstore';
 import { ArchiveError } from './errors.ts';
 import { BufferPool } from './internal/buffer-pool.ts';
@@ -26,7 +26,8 @@ import { chunkKeyAad } from './internal/manifest.ts';
 import { describePack, openPack } from './internal/pack-codec.ts';
 import { runBinding, runTag } from './internal/run-binding.ts';
 import { openLines } from './internal/sealed-lines.ts';
-import { getObject, listObjects } from './internal/store.ts';
+import { readSignedIndex } from './internal/signed-index.ts';
+import { listObjects } from './internal/store.ts';
 import { layout } from './layout.ts';
 import type {
   ChunkedManifestDocument,
@@ -94,18 +95,7 @@ export async function openChunkedIndex(
 ): Promise<ChunkedIndex> {
   const doc = manifest.document as ChunkedManifestDocument;
   const object = layout.index(doc.job, doc.runId);
-  const bytes = await getObject(store, object, {
-    maxBytes: doc.index.size,
-    tooLarge: () =>
-      new ArchiveError('ERR_ARCHIVE_INDEX_TAMPERED', { object, detail: 'larger than the signed size' }),
-  });
-  if (bytes === null) throw new ArchiveError('ERR_ARCHIVE_INDEX_MISSING', { object });
-  if (bytes.length !== doc.index.size || formatDigest(sha384(bytes)) !== doc.index.sha384) {
-    throw new ArchiveError('ERR_ARCHIVE_INDEX_TAMPERED', {
-      object,
-      detail: 'SHA-384 differs from the signed manifest',
-    });
-  }
+  const bytes = await readSignedIndex(store, doc);
   const lines = openLines(
     bytes,
     runIndexKey(keys, doc.runId),

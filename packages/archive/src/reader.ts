@@ -42,6 +42,7 @@ import { readRecordsPipelined } from './internal/record-stream.ts';
 import { runBinding, runTag } from './internal/run-binding.ts';
 import { assertRuntime } from './internal/runtime.ts';
 import { FAILURE_DETAIL, ShardSource } from './internal/shard-source.ts';
+import { readSignedIndex } from './internal/signed-index.ts';
 import { getObject, listObjects } from './internal/store.ts';
 import { assertId, isValidId, layout } from './layout.ts';
 import type {
@@ -265,22 +266,8 @@ class RunReader implements OpenedRun {
 
   private async loadIndex(): Promise<Uint8Array> {
     if (this.indexBytes) return this.indexBytes;
-    const doc = this.doc;
-    const object = layout.index(doc.job, doc.runId);
-    const bytes = await getObject(this.store, object, {
-      maxBytes: doc.index.size,
-      tooLarge: () =>
-        new ArchiveError('ERR_ARCHIVE_INDEX_TAMPERED', { object, detail: 'larger than the signed size' }),
-    });
-    if (bytes === null) throw new ArchiveError('ERR_ARCHIVE_INDEX_MISSING', { object });
-    if (bytes.length !== doc.index.size || formatDigest(sha384(bytes)) !== doc.index.sha384) {
-      throw new ArchiveError('ERR_ARCHIVE_INDEX_TAMPERED', {
-        object,
-        detail: 'SHA-384 differs from the signed manifest',
-      });
-    }
-    this.indexBytes = bytes;
-    return bytes;
+    this.indexBytes = await readSignedIndex(this.store, this.doc);
+    return this.indexBytes;
   }
 
   async *records(): AsyncIterable<IndexEntry> {
