@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { tempDir } from '@coffer/testkit';
 import t from 'tap';
 import { buildFixture, copyBucket } from './fixture.ts';
-import { APP_ROOT, runCli } from './helpers.ts';
+import { APP_ROOT, cliArgs, runCli } from './helpers.ts';
 
 const BUNDLE = join(APP_ROOT, 'dist', 'coffer-recover.mjs');
 
@@ -37,33 +37,25 @@ t.test('dist/coffer-recover.mjs runs keygen and verify by itself', async (t) => 
   t.equal(statSync(join(alone, 'bg.key')).mode & 0o777, 0o600);
 
   const f = await buildFixture(tempDir(t, 'coffer-recover-bundle-fx-'));
-  const ok = await run([
-    'verify',
-    '--from',
-    f.bucket,
-    '--run',
-    'r1',
-    '--key',
-    f.breakGlassKey,
-    '--pin-signer',
-    f.signerFingerprint,
-  ]);
+  const ok = await run(
+    cliArgs(
+      'verify',
+      { from: f.bucket, run: 'r1', key: f.breakGlassKey },
+      '--pin-signer',
+      f.signerFingerprint,
+    ),
+  );
   t.equal(ok.code, 0, ok.stderr);
   t.match(ok.stdout, /run r1 \(job nightly\): ok/);
-  const x = await run([
-    'extract',
-    '--trust-unpinned-signer',
-    '--from',
-    f.bucket,
-    '--run',
-    'r1',
-    '--key',
-    f.breakGlassKey,
-    '--to',
-    join(alone, 'out'),
-    '--record',
-    'docs/readme.txt',
-  ]);
+  const x = await run(
+    cliArgs(
+      'extract',
+      { from: f.bucket, run: 'r1', key: f.breakGlassKey, to: join(alone, 'out') },
+      '--trust-unpinned-signer',
+      '--record',
+      'docs/readme.txt',
+    ),
+  );
   t.equal(x.code, 0, x.stderr);
   t.equal(readFileSync(join(alone, 'out', 'docs', 'readme.txt'), 'utf8'), 'hello from coffer\n');
 
@@ -72,16 +64,9 @@ t.test('dist/coffer-recover.mjs runs keygen and verify by itself', async (t) => 
   const doc = JSON.parse(readFileSync(manifest, 'utf8'));
   doc.formatVersion = '1.0.0';
   writeFileSync(manifest, JSON.stringify(doc));
-  const six = await run([
-    'verify',
-    '--trust-unpinned-signer',
-    '--from',
-    bad,
-    '--run',
-    'r1',
-    '--key',
-    f.breakGlassKey,
-  ]);
+  const six = await run(
+    cliArgs('verify', { from: bad, run: 'r1', key: f.breakGlassKey }, '--trust-unpinned-signer'),
+  );
   t.equal(six.code, 6, 'unsupported format version exits 6 from the bundle too');
 
   // A Node without zstd (the machine's own /usr/bin/node may be one): decrypting commands refuse
@@ -97,15 +82,7 @@ t.test('dist/coffer-recover.mjs runs keygen and verify by itself', async (t) => 
       old,
       [
         copy,
-        'extract',
-        '--from',
-        f.bucket,
-        '--run',
-        'r1',
-        '--key',
-        f.breakGlassKey,
-        '--to',
-        join(alone, 'o2'),
+        ...cliArgs('extract', { from: f.bucket, run: 'r1', key: f.breakGlassKey, to: join(alone, 'o2') }),
       ],
       { encoding: 'utf8' },
     );
@@ -116,14 +93,8 @@ t.test('dist/coffer-recover.mjs runs keygen and verify by itself', async (t) => 
   } else {
     t.pass('no zstd-less Node on this machine to check the runtime refusal with');
   }
-  const s3 = await run([
-    'inspect',
-    '--from',
-    's3://b/p',
-    '--endpoint',
-    'http://127.0.0.1:9',
-    '--path-style',
-    '--json',
-  ]);
+  const s3 = await run(
+    cliArgs('inspect', { from: 's3://b/p' }, '--endpoint', 'http://127.0.0.1:9', '--path-style', '--json'),
+  );
   t.equal(JSON.parse(s3.stdout).ok, false, 'the S3 driver loads inside the bundle');
 });

@@ -32,7 +32,7 @@ import { createFsStore, type ObjectStore } from '@coffer/objectstore';
 import { tempDir } from '@coffer/testkit';
 import t, { type Test } from 'tap';
 import { pseudoRandom, writeRun as writeShardedRun } from './fixture.ts';
-import { APP_ROOT, runCli } from './helpers.ts';
+import { APP_ROOT, cliArgs, runCli } from './helpers.ts';
 
 const JOB = 'files';
 // Small chunks and packs so a few MiB make many of both. A pack holds at most PACK_SIZE +
@@ -268,7 +268,7 @@ t.test('the chain is what the other tests assume', async (t) => {
 });
 
 t.test('inspect: a 0.2 run shows packs referenced and new chunks; a 0.1 run its shards', async (t) => {
-  const r = await runCli(['inspect', '--from', c.bucket]);
+  const r = await runCli(cliArgs('inspect', { from: c.bucket }));
   t.equal(r.code, 0, r.stderr);
   for (const run of ['c1', 'c2', 'c3']) {
     const s = c.summaries[run]!;
@@ -288,7 +288,7 @@ t.test('inspect: a 0.2 run shows packs referenced and new chunks; a 0.1 run its 
     'the 0.1 run keeps its shards',
   );
 
-  const j = await runCli(['inspect', '--from', c.bucket, '--json']);
+  const j = await runCli(cliArgs('inspect', { from: c.bucket }, '--json'));
   t.equal(j.code, 0, j.stderr);
   const doc = JSON.parse(j.stdout);
   t.same(doc.jobs.sort(), ['files', 'legacy']);
@@ -319,7 +319,7 @@ t.test('inspect: a 0.2 run shows packs referenced and new chunks; a 0.1 run its 
   for (const f of ['packs', 'chunks', 'newChunks', 'newBytes', 'chunkKey'])
     t.equal(l1[f], null, `0.1: ${f} null`);
 
-  const one = await runCli(['inspect', '--from', c.bucket, '--run', 'c3']);
+  const one = await runCli(cliArgs('inspect', { from: c.bucket, run: 'c3' }));
   t.equal(one.code, 0, one.stderr);
   t.match(one.stdout, /format 0\.2\.0; signature ok/);
   t.match(
@@ -328,16 +328,9 @@ t.test('inspect: a 0.2 run shows packs referenced and new chunks; a 0.1 run its 
   );
   t.match(one.stdout, `packs under jobs/files/packs/${c.keyId}/`);
   t.match(one.stdout, /copy the whole jobs\/files\/ prefix/);
-  const keyed = await runCli([
-    'inspect',
-    '--from',
-    c.bucket,
-    '--run',
-    'c3',
-    '--key',
-    c.breakGlassKey,
-    '--json',
-  ]);
+  const keyed = await runCli(
+    cliArgs('inspect', { from: c.bucket, run: 'c3', key: c.breakGlassKey }, '--json'),
+  );
   t.equal(keyed.code, 0, keyed.stderr);
   const d = JSON.parse(keyed.stdout);
   t.equal(d.run.newChunks, c.summaries.c3!.newChunks);
@@ -350,7 +343,7 @@ t.test('inspect: a 0.2 run shows packs referenced and new chunks; a 0.1 run its 
 
 t.test('verify --key reads every run of the chain back, packs of earlier runs included', async (t) => {
   for (const run of ['c1', 'c2', 'c3']) {
-    const r = await runCli(['verify', '--from', c.bucket, '--run', run, '--key', c.breakGlassKey, ...pin()]);
+    const r = await runCli(cliArgs('verify', { from: c.bucket, run, key: c.breakGlassKey }, ...pin()));
     t.equal(r.code, 0, r.stderr);
     t.match(r.stdout, new RegExp(`run ${run} \\(job files\\): ok`));
     t.match(r.stdout, /format 0\.2\.0, signature \(pinned signer\), key unwrap and index verified/);
@@ -359,17 +352,9 @@ t.test('verify --key reads every run of the chain back, packs of earlier runs in
       /6 records, 33\.\d MiB read back from \d+ packs of the job \(whichever run stored them\); every chunk matched its id/,
     );
   }
-  const j = await runCli([
-    'verify',
-    '--from',
-    c.bucket,
-    '--run',
-    'c3',
-    '--key',
-    c.operationalKey,
-    ...pin(),
-    '--json',
-  ]);
+  const j = await runCli(
+    cliArgs('verify', { from: c.bucket, run: 'c3', key: c.operationalKey }, ...pin(), '--json'),
+  );
   t.equal(j.code, 0, j.stderr);
   const doc = JSON.parse(j.stdout);
   t.equal(doc.mode, 'full');
@@ -381,7 +366,7 @@ t.test('verify --key reads every run of the chain back, packs of earlier runs in
 });
 
 t.test('verify without a key checks the signed index only and says so', async (t) => {
-  const r = await runCli(['verify', '--from', c.bucket, '--run', 'c3', ...pin()]);
+  const r = await runCli(cliArgs('verify', { from: c.bucket, run: 'c3' }, ...pin()));
   t.equal(r.code, 0, r.stderr);
   t.match(
     r.stdout,
@@ -390,7 +375,7 @@ t.test('verify without a key checks the signed index only and says so', async (t
   t.match(r.stdout, /the index, .* matched the signed SHA-384; the \d+ packs it references were not checked/);
   t.match(r.stderr, /format 0\.2 run: only its signed index was checked/);
   t.notMatch(r.stdout, /shard/);
-  const j = await runCli(['verify', '--from', c.bucket, '--run', 'c3', ...pin(), '--json']);
+  const j = await runCli(cliArgs('verify', { from: c.bucket, run: 'c3' }, ...pin(), '--json'));
   t.equal(j.code, 0, j.stderr);
   const doc = JSON.parse(j.stdout);
   t.equal(doc.mode, 'signed-index');
@@ -412,18 +397,9 @@ t.test(
   async (t) => {
     for (const run of ['c3', 'c2']) {
       const out = join(c.dir, `out-${run}`);
-      const r = await runCli([
-        'extract',
-        '--from',
-        c.bucket,
-        '--run',
-        run,
-        '--key',
-        c.breakGlassKey,
-        '--to',
-        out,
-        ...pin(),
-      ]);
+      const r = await runCli(
+        cliArgs('extract', { from: c.bucket, run, key: c.breakGlassKey, to: out }, ...pin()),
+      );
       t.equal(r.code, 0, r.stderr);
       t.match(r.stdout, new RegExp(`run ${run} \\(job files\\): extracted 6 of 6 records, 33\\.\\d MiB`));
       expectExtracted(t, out, c.expected[run]!);
@@ -436,21 +412,16 @@ t.test(
     }
     // Run 1, without the streamed record, through the JSON interface.
     const out = join(c.dir, 'out-c1');
-    const j = await runCli([
-      'extract',
-      '--from',
-      c.bucket,
-      '--run',
-      'c1',
-      '--key',
-      c.breakGlassKey,
-      '--to',
-      out,
-      '--exclude',
-      'big/',
-      ...pin(),
-      '--json',
-    ]);
+    const j = await runCli(
+      cliArgs(
+        'extract',
+        { from: c.bucket, run: 'c1', key: c.breakGlassKey, to: out },
+        '--exclude',
+        'big/',
+        ...pin(),
+        '--json',
+      ),
+    );
     t.equal(j.code, 0, j.stderr);
     const doc = JSON.parse(j.stdout);
     t.equal(doc.records, 5);
@@ -484,23 +455,15 @@ t.test('a deleted pack of run 1 that run 3 references: verify and extract exit 3
   const pack = packObject(packOnlyOf('c1', 2));
   rmSync(join(bucket, ...pack.split('/')));
 
-  const v = await runCli(['verify', '--from', bucket, '--run', 'c3', '--key', c.breakGlassKey, ...pin()]);
+  const v = await runCli(cliArgs('verify', { from: bucket, run: 'c3', key: c.breakGlassKey }, ...pin()));
   t.equal(v.code, 3, v.stderr);
   const lines = v.stderr.split('\n').filter((l) => l.includes('ERR_RECOVER_VERIFY_FAILED'));
   t.equal(lines.length, 1, 'one error line');
   t.match(lines[0], pack, 'the line names the missing pack');
   t.match(lines[0], /packs stored by earlier runs of its job: the whole jobs\/files\/ prefix/);
-  const vj = await runCli([
-    'verify',
-    '--from',
-    bucket,
-    '--run',
-    'c3',
-    '--key',
-    c.breakGlassKey,
-    ...pin(),
-    '--json',
-  ]);
+  const vj = await runCli(
+    cliArgs('verify', { from: bucket, run: 'c3', key: c.breakGlassKey }, ...pin(), '--json'),
+  );
   t.equal(vj.code, 3);
   const doc = JSON.parse(vj.stdout);
   t.equal(doc.ok, false);
@@ -510,38 +473,20 @@ t.test('a deleted pack of run 1 that run 3 references: verify and extract exit 3
 
   // Run 2 references the same pack; run 1 stored it.
   for (const run of ['c1', 'c2']) {
-    const older = await runCli([
-      'verify',
-      '--from',
-      bucket,
-      '--run',
-      run,
-      '--key',
-      c.breakGlassKey,
-      ...pin(),
-    ]);
+    const older = await runCli(cliArgs('verify', { from: bucket, run, key: c.breakGlassKey }, ...pin()));
     t.equal(older.code, 3, `${run} fails too`);
     t.match(older.stderr, pack);
   }
   // Without a key the packs cannot be checked: the run's signed index is intact, and the output
   // says the packs were not checked rather than claiming the run is whole.
-  const nk = await runCli(['verify', '--from', bucket, '--run', 'c3', ...pin()]);
+  const nk = await runCli(cliArgs('verify', { from: bucket, run: 'c3' }, ...pin()));
   t.equal(nk.code, 0, nk.stderr);
   t.match(nk.stdout, /packs not checked without --key/);
 
   const out = join(c.dir, 'out-no-stable-pack');
-  const x = await runCli([
-    'extract',
-    '--from',
-    bucket,
-    '--run',
-    'c3',
-    '--key',
-    c.breakGlassKey,
-    '--to',
-    out,
-    ...pin(),
-  ]);
+  const x = await runCli(
+    cliArgs('extract', { from: bucket, run: 'c3', key: c.breakGlassKey, to: out }, ...pin()),
+  );
   t.equal(x.code, 3, x.stderr);
   t.match(x.stderr, pack, 'extract names the missing pack');
   t.match(x.stderr, /record "a\/stable\.bin"/, `and the record that needed it: ${x.stderr}`);
@@ -554,18 +499,9 @@ t.test('a deleted pack in the middle of a streamed record: the record never appe
   const pack = packObject(packOnlyOf('c1', 5));
   rmSync(join(bucket, ...pack.split('/')));
   const out = join(c.dir, 'out-no-big-pack');
-  const x = await runCli([
-    'extract',
-    '--from',
-    bucket,
-    '--run',
-    'c3',
-    '--key',
-    c.breakGlassKey,
-    '--to',
-    out,
-    ...pin(),
-  ]);
+  const x = await runCli(
+    cliArgs('extract', { from: bucket, run: 'c3', key: c.breakGlassKey, to: out }, ...pin()),
+  );
   t.equal(x.code, 3, x.stderr);
   t.match(x.stderr, pack);
   t.match(x.stderr, /record "big\/video\.bin"/);
@@ -582,27 +518,18 @@ t.test("one run's folder copied without its job's packs fails clearly, with the 
   cpSync(join(c.bucket, 'jobs', JOB, 'runs', 'c3'), join(alone, 'jobs', JOB, 'runs', 'c3'), {
     recursive: true,
   });
-  const i = await runCli(['inspect', '--from', alone]);
+  const i = await runCli(cliArgs('inspect', { from: alone }));
   t.equal(i.code, 0, i.stderr);
   t.match(i.stdout, /c3 .*format 0\.2\.0 .* ok/, 'the manifest alone still inspects');
-  const v = await runCli(['verify', '--from', alone, '--run', 'c3', '--key', c.breakGlassKey, ...pin()]);
+  const v = await runCli(cliArgs('verify', { from: alone, run: 'c3', key: c.breakGlassKey }, ...pin()));
   t.equal(v.code, 3, v.stderr);
   t.match(v.stderr, /ERR_RECOVER_VERIFY_FAILED/);
   t.match(v.stderr, `jobs/files/packs/${c.keyId}/`);
   t.match(v.stderr, /the whole jobs\/files\/ prefix, packs included, must be present/);
   const out = join(c.dir, 'out-one-run');
-  const x = await runCli([
-    'extract',
-    '--from',
-    alone,
-    '--run',
-    'c3',
-    '--key',
-    c.breakGlassKey,
-    '--to',
-    out,
-    ...pin(),
-  ]);
+  const x = await runCli(
+    cliArgs('extract', { from: alone, run: 'c3', key: c.breakGlassKey, to: out }, ...pin()),
+  );
   t.equal(x.code, 3, x.stderr);
   t.match(x.stderr, /the whole jobs\/files\/ prefix, packs included, must be present/);
   t.same(filesUnder(out), [], 'nothing written: the first record already needs a pack');
@@ -617,7 +544,7 @@ t.test('the air-gapped bundle, copied alone, extracts run 3 of the chain', async
   copyFileSync(bundle, copy);
   const out = join(alone, 'out');
   const r = await runCli(
-    ['extract', '--from', c.bucket, '--run', 'c3', '--key', c.breakGlassKey, '--to', out, ...pin()],
+    cliArgs('extract', { from: c.bucket, run: 'c3', key: c.breakGlassKey, to: out }, ...pin()),
     { entry: copy, cwd: alone },
   );
   t.equal(r.code, 0, r.stderr);

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { decodeKeyFile, fingerprint } from '@coffer/crypto';
 import { repoRoot, tempDir } from '@coffer/testkit';
 import t, { type Test } from 'tap';
-import { runCli } from './helpers.ts';
+import { cliArgs, runCli } from './helpers.ts';
 
 for (const line of ['0.1', '0.2']) {
   t.test(`coffer-recover reads the golden ${line} archive`, (t) => readsGolden(t, line));
@@ -18,7 +18,7 @@ async function readsGolden(t: Test, line: string): Promise<void> {
   const store = join(GOLDEN, 'store');
   const keys = join(GOLDEN, 'keys');
   const pin = fingerprint(decodeKeyFile(readFileSync(join(keys, 'signer.pub'), 'utf8'), 'signer-public').key);
-  const list = await runCli(['inspect', '--from', store, '--json', '--pin-signer', pin]);
+  const list = await runCli(cliArgs('inspect', { from: store }, '--json', '--pin-signer', pin));
   t.equal(list.code, 0, list.stderr);
   const runs = JSON.parse(list.stdout).runs as {
     runId: string;
@@ -31,38 +31,26 @@ async function readsGolden(t: Test, line: string): Promise<void> {
     t.equal(run.check.status, 'ok', `${run.runId} manifest ok`);
     t.equal(run.formatVersion.slice(0, 4), `${line}.`);
     for (const key of ['break-glass.key', 'operational.key']) {
-      const v = await runCli([
-        'verify',
-        '--from',
-        store,
-        '--run',
-        run.runId,
-        '--job',
-        run.job,
-        '--key',
-        join(keys, key),
-        '--pin-signer',
-        pin,
-      ]);
+      const v = await runCli(
+        cliArgs(
+          'verify',
+          { from: store, job: run.job, run: run.runId, key: join(keys, key) },
+          '--pin-signer',
+          pin,
+        ),
+      );
       t.equal(v.code, 0, `verify ${run.runId} with ${key}: ${v.stderr}`);
     }
     const out = tempDir(t, 'coffer-recover-golden-');
-    const x = await runCli([
-      'extract',
-      '--from',
-      store,
-      '--run',
-      run.runId,
-      '--job',
-      run.job,
-      '--key',
-      join(keys, 'break-glass.key'),
-      '--to',
-      out,
-      '--json',
-      '--pin-signer',
-      pin,
-    ]);
+    const x = await runCli(
+      cliArgs(
+        'extract',
+        { from: store, job: run.job, run: run.runId, key: join(keys, 'break-glass.key'), to: out },
+        '--json',
+        '--pin-signer',
+        pin,
+      ),
+    );
     t.equal(x.code, 0, x.stderr);
     const doc = JSON.parse(x.stdout) as { written: { path: string; sha384: string }[] };
     t.ok(doc.written.length > 0);

@@ -41,3 +41,31 @@ export function runCli(
     child.stdin.end(options.input ?? '');
   });
 }
+
+/** What a command reads and writes: each field given adds its option. */
+export interface CliTarget {
+  from: string;
+  job?: string;
+  run?: string;
+  key?: string;
+  to?: string;
+}
+
+/**
+ * `<command> --from FROM [--job JOB] [--run RUN] [--key KEY] [--to DIR] ...rest`: the arguments
+ * nearly every test passes, built in one place so a test spells out only what it varies (the CLI
+ * reads options in any order, so flags in `rest` mean the same after them).
+ */
+export function cliArgs(command: string, target: CliTarget, ...rest: string[]): string[] {
+  const option = (name: string, value: string | undefined) => (value === undefined ? [] : [name, value]);
+  return [
+    command,
+    '--from',
+    target.from,
+    ...option('--job', target.job),
+    ...option('--run', target.run),
+    ...option('--key', target.key),
+    ...option('--to', target.to),
+    ...rest,
+  ];
+}

@@ -10,8 +10,12 @@ import t from 'tap';
 import { pseudoRandom, RECORDS, writeRun } from './fixture.ts';
 import { runCli } from './helpers.ts';
 
-t.test('inspect, verify and extract from s3://bucket/prefix', async (t) => {
-  const b = await createTestBucket('coffer-recover');
+/**
+ * A fresh bucket, a store on its `backups/coffer` prefix, and how the CLI reaches the same place:
+ * the credentials in the environment (the CLI refuses them on argv) and the options naming it.
+ */
+async function s3Prefix(name: string) {
+  const b = await createTestBucket(name);
   const store = createS3Store({
     bucket: b.bucket,
     prefix: 'backups/coffer',
@@ -20,6 +24,24 @@ t.test('inspect, verify and extract from s3://bucket/prefix', async (t) => {
     forcePathStyle: true,
     credentials: b.credentials,
   });
+  const env = {
+    AWS_ACCESS_KEY_ID: b.credentials.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: b.credentials.secretAccessKey,
+  };
+  const where = [
+    '--from',
+    `s3://${b.bucket}/backups/coffer`,
+    '--endpoint',
+    b.endpoint,
+    '--region',
+    b.region,
+    '--path-style',
+  ];
+  return { b, store, env, where };
+}
+
+t.test('inspect, verify and extract from s3://bucket/prefix', async (t) => {
+  const { b, store, env, where } = await s3Prefix('coffer-recover');
   const dir = tempDir(t, 'coffer-recover-s3-');
   const signer = generateSigner();
   const op = generateRecipient();
@@ -35,20 +57,6 @@ t.test('inspect, verify and extract from s3://bucket/prefix', async (t) => {
   );
   const key = join(dir, 'bg.key');
   writeFileSync(key, encodeKeyFile('recipient-secret', bg.secretKey), { mode: 0o600 });
-
-  const env = {
-    AWS_ACCESS_KEY_ID: b.credentials.accessKeyId,
-    AWS_SECRET_ACCESS_KEY: b.credentials.secretAccessKey,
-  };
-  const where = [
-    '--from',
-    `s3://${b.bucket}/backups/coffer`,
-    '--endpoint',
-    b.endpoint,
-    '--region',
-    b.region,
-    '--path-style',
-  ];
 
   const list = await runCli(['inspect', ...where, '--json'], { env });
   t.equal(list.code, 0, list.stderr);
@@ -100,15 +108,7 @@ t.test('inspect, verify and extract from s3://bucket/prefix', async (t) => {
 t.test(
   'a 0.2 chain from s3://bucket/prefix: packs of the earlier run are followed, a deleted one named',
   async (t) => {
-    const b = await createTestBucket('coffer-recover-chunked');
-    const store = createS3Store({
-      bucket: b.bucket,
-      prefix: 'backups/coffer',
-      endpoint: b.endpoint,
-      region: b.region,
-      forcePathStyle: true,
-      credentials: b.credentials,
-    });
+    const { store, env, where } = await s3Prefix('coffer-recover-chunked');
     const dir = tempDir(t, 'coffer-recover-s3-chunked-');
     const signer = generateSigner();
     const op = generateRecipient();
@@ -137,19 +137,6 @@ t.test(
 
     const key = join(dir, 'bg.key');
     writeFileSync(key, encodeKeyFile('recipient-secret', bg.secretKey), { mode: 0o600 });
-    const env = {
-      AWS_ACCESS_KEY_ID: b.credentials.accessKeyId,
-      AWS_SECRET_ACCESS_KEY: b.credentials.secretAccessKey,
-    };
-    const where = [
-      '--from',
-      `s3://${b.bucket}/backups/coffer`,
-      '--endpoint',
-      b.endpoint,
-      '--region',
-      b.region,
-      '--path-style',
-    ];
     const pin = ['--pin-signer', fingerprint(signer.publicKey)];
 
     const list = await runCli(['inspect', ...where, '--json'], { env });

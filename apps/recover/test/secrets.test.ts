@@ -7,7 +7,7 @@ import { decodeKeyFile, encodeKeyFile, generateRecipient, generateSigner } from 
 import { tempDir } from '@coffer/testkit';
 import t, { type Test } from 'tap';
 import { copyBucket, type Fixture, writeRun } from './fixture.ts';
-import { type CliResult, runCli } from './helpers.ts';
+import { type CliResult, cliArgs, runCli } from './helpers.ts';
 
 const MARKER = 'MARKER-c0ffee-5ecret-9f3a';
 
@@ -129,70 +129,56 @@ t.test('key files: damaged, wrong kind, stdin; and real key material never print
   const runs: [string, string[], { input?: string }][] = [
     [
       'verify ok',
-      ['verify', '--trust-unpinned-signer', '--from', bucket, '--run', 'run1', '--key', keyFile],
+      cliArgs('verify', { from: bucket, run: 'run1', key: keyFile }, '--trust-unpinned-signer'),
       {},
     ],
     [
       'verify json',
-      ['verify', '--trust-unpinned-signer', '--from', bucket, '--run', 'run1', '--key', keyFile, '--json'],
+      cliArgs('verify', { from: bucket, run: 'run1', key: keyFile }, '--trust-unpinned-signer', '--json'),
       {},
     ],
-    ['inspect records', ['inspect', '--from', bucket, '--run', 'run1', '--key', keyFile, '--json'], {}],
+    ['inspect records', cliArgs('inspect', { from: bucket, run: 'run1', key: keyFile }, '--json'), {}],
     [
       'extract',
-      [
+      cliArgs(
         'extract',
+        { from: bucket, run: 'run1', key: keyFile, to: join(dir, 'out') },
         '--trust-unpinned-signer',
-        '--from',
-        bucket,
-        '--run',
-        'run1',
-        '--key',
-        keyFile,
-        '--to',
-        join(dir, 'out'),
-      ],
+      ),
       {},
     ],
     [
       'damaged key',
-      ['verify', '--trust-unpinned-signer', '--from', bucket, '--run', 'run1', '--key', damaged],
+      cliArgs('verify', { from: bucket, run: 'run1', key: damaged }, '--trust-unpinned-signer'),
       {},
     ],
     [
       'damaged key json',
-      ['verify', '--trust-unpinned-signer', '--from', bucket, '--run', 'run1', '--key', damaged, '--json'],
+      cliArgs('verify', { from: bucket, run: 'run1', key: damaged }, '--trust-unpinned-signer', '--json'),
       {},
     ],
     [
       'not a key',
-      [
+      cliArgs(
         'extract',
+        { from: bucket, run: 'run1', key: plain, to: join(dir, 'o2') },
         '--trust-unpinned-signer',
-        '--from',
-        bucket,
-        '--run',
-        'run1',
-        '--key',
-        plain,
-        '--to',
-        join(dir, 'o2'),
-      ],
+      ),
       {},
     ],
     [
       'stdin marker',
-      ['verify', '--trust-unpinned-signer', '--from', bucket, '--run', 'run1', '--key', '-'],
+      cliArgs('verify', { from: bucket, run: 'run1', key: '-' }, '--trust-unpinned-signer'),
       { input: `${MARKER}\n` },
     ],
     [
       'stdin key',
-      ['verify', '--trust-unpinned-signer', '--from', bucket, '--run', 'run1', '--key', '-', '--json'],
+      cliArgs('verify', { from: bucket, run: 'run1', key: '-' }, '--trust-unpinned-signer', '--json'),
       { input: keyText },
     ],
     [
       'loose mode',
-      ['verify', '--trust-unpinned-signer', '--from', bucket, '--run', 'run1', '--key', loose],
+      cliArgs('verify', { from: bucket, run: 'run1', key: loose }, '--trust-unpinned-signer'),
       {},
     ],
   ];
@@ -213,21 +199,14 @@ t.test('key files: damaged, wrong kind, stdin; and real key material never print
   b[b.length - 20]! ^= 0xff;
   writeFileSync(shard, b);
   for (const args of [
-    ['verify', '--trust-unpinned-signer', '--from', tampered, '--run', 'run1', '--key', keyFile],
-    ['verify', '--trust-unpinned-signer', '--from', tampered, '--run', 'run1', '--key', keyFile, '--json'],
-    [
+    cliArgs('verify', { from: tampered, run: 'run1', key: keyFile }, '--trust-unpinned-signer'),
+    cliArgs('verify', { from: tampered, run: 'run1', key: keyFile }, '--trust-unpinned-signer', '--json'),
+    cliArgs(
       'extract',
+      { from: tampered, run: 'run1', key: keyFile, to: join(dir, 'o3') },
       '--trust-unpinned-signer',
-      '--from',
-      tampered,
-      '--run',
-      'run1',
-      '--key',
-      keyFile,
-      '--to',
-      join(dir, 'o3'),
       '--json',
-    ],
+    ),
   ]) {
     const r = await runCli(args);
     t.equal(r.code, 3);

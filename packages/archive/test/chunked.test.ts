@@ -17,29 +17,7 @@ import {
   resumeChunkedWriter,
   verifyRun,
 } from '../src/index.ts';
-import { fsStore, type Keys, keys, pseudoRandom, readAll, text } from './helpers.ts';
-
-// Small chunks so a few hundred KiB exercise many chunks and packs.
-const CHUNKING = { minSize: 2048, avgSize: 8192, maxSize: 65536 };
-
-function options(
-  store: ObjectStore,
-  k: Keys,
-  over: Partial<ChunkedWriterOptions> = {},
-): ChunkedWriterOptions {
-  return {
-    store,
-    job: 'job-a',
-    runId: 'run-0001',
-    prevRunId: null,
-    signerSecretKey: k.signer.secretKey,
-    recipients: { operational: k.operational.publicKey, breakGlass: k.breakGlass.publicKey },
-    source: { type: 'files', binding: 'data', origin: '/srv/data' },
-    chunking: CHUNKING,
-    packSize: 64 * 1024,
-    ...over,
-  };
-}
+import { chunkedOptions, fsStore, type Keys, keys, pseudoRandom, readAll, text } from './helpers.ts';
 
 async function writeRun(
   store: ObjectStore,
@@ -47,7 +25,7 @@ async function writeRun(
   records: RecordInput[],
   over: Partial<ChunkedWriterOptions> = {},
 ) {
-  const w = await createChunkedWriter(options(store, k, over));
+  const w = await createChunkedWriter(chunkedOptions(store, k, over));
   for (const r of records) await w.addRecord(r);
   return w.finish();
 }
@@ -229,16 +207,18 @@ t.test('chunks never cross jobs: another job with the same data has its own key 
 t.test('bad input is refused clearly', async (t) => {
   const { store } = fsStore(t);
   const k = keys();
-  await t.rejects(createChunkedWriter(options(store, k, { packSize: -1 })), {
+  await t.rejects(createChunkedWriter(chunkedOptions(store, k, { packSize: -1 })), {
     code: 'ERR_ARCHIVE_INVALID_ARGUMENT',
   });
   await t.rejects(
-    createChunkedWriter(options(store, k, { chunking: { minSize: 3000, avgSize: 8192, maxSize: 65536 } })),
+    createChunkedWriter(
+      chunkedOptions(store, k, { chunking: { minSize: 3000, avgSize: 8192, maxSize: 65536 } }),
+    ),
     {
       code: 'ERR_ARCHIVE_INVALID_ARGUMENT',
     },
   );
-  const w = await createChunkedWriter(options(store, k));
+  const w = await createChunkedWriter(chunkedOptions(store, k));
   await t.rejects(w.addRecord({ name: '', body: new Uint8Array(1) }), {
     code: 'ERR_ARCHIVE_INVALID_ARGUMENT',
   });
@@ -271,7 +251,7 @@ t.test(
       r.name === 'small/1.txt' ? { ...r, body: text(900, 77), change: 'v2' } : r,
     );
     const w = await createChunkedWriter(
-      options(store, k, { runId: 'run-0002', prevRunId: 'run-0001', base }),
+      chunkedOptions(store, k, { runId: 'run-0002', prevRunId: 'run-0001', base }),
     );
     t.equal(
       w.wouldReuse({ name: 'small/2.txt', size: 500 + 2 * 97, change: 'v1-2' }),
@@ -320,7 +300,7 @@ t.test(
 t.test('a checkpoint describes the packs stored so far; the resumed run stores nothing twice', async (t) => {
   const { store, root } = fsStore(t);
   const k = keys();
-  const w = await createChunkedWriter(options(store, k));
+  const w = await createChunkedWriter(chunkedOptions(store, k));
   const records = dataSet();
   for (const r of records.slice(0, 41)) await w.addRecord(r);
   const cp = await w.exportCheckpoint();

@@ -4,6 +4,7 @@ import { createFsStore, type ObjectStore } from '@coffer/objectstore';
 import { tempDir } from '@coffer/testkit';
 import {
   type ArchiveWriterOptions,
+  type ChunkedWriterOptions,
   createArchiveWriter,
   type IndexEntry,
   type OpenedRun,
@@ -43,6 +44,18 @@ export function writerOptions(
     source: { type: 'files', binding: 'data', origin: '/srv/data' },
     ...over,
   };
+}
+
+/** Small chunks so a few hundred KiB exercise many chunks and packs. */
+export const SMALL_CHUNKING = { minSize: 2048, avgSize: 8192, maxSize: 65536 };
+
+/** A format 0.2 writer's options: those of `writerOptions`, small chunks and the smallest packs. */
+export function chunkedOptions(
+  store: ObjectStore,
+  k: Keys,
+  over: Partial<ChunkedWriterOptions> = {},
+): ChunkedWriterOptions {
+  return { ...writerOptions(store, k), chunking: SMALL_CHUNKING, packSize: 64 * 1024, ...over };
 }
 
 /** Seals `records` into one run and returns its summary. */

@@ -6,7 +6,6 @@ import type { ObjectStore } from '@coffer/objectstore';
 import t, { type Test } from 'tap';
 import {
   type ChunkedPruneRunOptions,
-  type ChunkedWriterOptions,
   createChunkedWriter,
   loadChunkedBase,
   openRun,
@@ -17,32 +16,11 @@ import {
   verifyRun,
 } from '../src/index.ts';
 import { openPackIndex } from '../src/internal/chunked-index.ts';
-import { fsStore, type Keys, keys, pseudoRandom, readAll, sealRun, text } from './helpers.ts';
+import { chunkedOptions, fsStore, type Keys, keys, pseudoRandom, readAll, sealRun, text } from './helpers.ts';
 
-const CHUNKING = { minSize: 2048, avgSize: 8192, maxSize: 65536 };
 const JOB = 'job-a';
 /** A clock a month ahead: everything the test wrote is older than the grace period. */
 const LATER = () => new Date(Date.now() + 30 * 24 * 3600_000);
-
-function writerOptions(
-  store: ObjectStore,
-  k: Keys,
-  over: Partial<ChunkedWriterOptions>,
-): ChunkedWriterOptions {
-  return {
-    store,
-    job: JOB,
-    runId: 'run-0001',
-    prevRunId: null,
-    signerSecretKey: k.signer.secretKey,
-    recipients: { operational: k.operational.publicKey, breakGlass: k.breakGlass.publicKey },
-    source: { type: 'files', binding: 'data', origin: '/srv/data' },
-    chunking: CHUNKING,
-    packSize: 64 * 1024,
-    writeRecovery: false,
-    ...over,
-  };
-}
 
 /** Writes one run on top of `prev` (its base), returning the ids of the packs it stored. */
 async function writeRun(
@@ -53,7 +31,9 @@ async function writeRun(
   records: RecordInput[],
 ): Promise<string[]> {
   const base = await loadChunkedBase(store, { job: JOB, runId: prev, secretKey: k.operational.secretKey });
-  const w = await createChunkedWriter(writerOptions(store, k, { runId, prevRunId: prev, base }));
+  const w = await createChunkedWriter(
+    chunkedOptions(store, k, { runId, prevRunId: prev, base, writeRecovery: false }),
+  );
   for (const r of records) await w.addRecord(r);
   return (await w.finish()).packIds;
 }
@@ -612,7 +592,7 @@ t.test('orphan packs of an aborted writer are removed once old', async (t) => {
     secretKey: k.operational.secretKey,
   });
   const w = await createChunkedWriter(
-    writerOptions(store, k, { runId: 'run-0002', prevRunId: 'run-0001', base }),
+    chunkedOptions(store, k, { runId: 'run-0002', prevRunId: 'run-0001', base, writeRecovery: false }),
   );
   await w.addRecord({ name: 'big', body: pseudoRandom(200 * 1024, 21) });
   await w.abort();
