@@ -31,9 +31,18 @@
 // files just after 20,000 were removed costs 0.1-1 ms of kernel CPU per create, and which tool
 // lands in the block groups of the removed tree depends on where the kernel places directories:
 // removing between restores measured that allocator state as much as either restore.
+// - coffer-recover verify (the offline full verify: every pack or shard read, every chunk or
+//   record digest checked) next to `restic check --read-data` of the same data, interleaved per
+//   repetition; BENCH_SKIP_VERIFY=1 leaves it out.
+// - peak RSS of every tool per figure: the engine's from its VmHWM reset before each restore
+//   (bench/lib/peak-rss.mjs), the children's from GNU time's maximum resident set size when
+//   /usr/bin/time is installed (apt-get install -y time).
+// BENCH_INCREMENTAL=1 backs up with the job option `incremental` (archive format 0.2, docs/jobs.md),
+// so every figure is of a chunked run.
 // Environment: BENCH_SCALE (default 1), BENCH_REPEAT (default 3), BENCH_SKIP_RESTIC=1, BENCH_SKIP_RECOVER=1,
-// BENCH_DIRECT=1, BENCH_REMOVE_BETWEEN=1, BENCH_ENGINE_ARGS (extra node flags for the engine, e.g.
-// "--cpu-prof --cpu-prof-dir=/tmp/p"), BENCH_ENGINE_MAIN (another build's main.js).
+// BENCH_SKIP_VERIFY=1, BENCH_INCREMENTAL=1, BENCH_DIRECT=1, BENCH_REMOVE_BETWEEN=1, BENCH_ENGINE_ARGS
+// (extra node flags for the engine, e.g. "--cpu-prof --cpu-prof-dir=/tmp/p"), BENCH_ENGINE_MAIN
+// (another build's main.js).
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -41,6 +50,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { MIB, root, startEngine, tally, warmDataSet } from './lib/engine-bench.mjs';
 import { machineNotes } from './lib/machine.mjs';
+import { peakRss } from './lib/peak-rss.mjs';
 
 const given = { ...process.env };
 const scale = given.BENCH_SCALE ?? '1';
@@ -83,6 +93,19 @@ const childrenCpu = () => {
   const f = statFields('self');
   return (Number(f[13]) + Number(f[14])) / TICK;
 };
+const engineRss = peakRss(engine.pid);
+// Children run under GNU time (when installed) for their peak RSS: `-f %M` is kibibytes.
+const gnuTime = spawnSync('/usr/bin/time', ['-f', '%M', 'true'], { encoding: 'utf8' }).status === 0;
+const rssFile = join(work, 'child-rss');
+/** spawnSync of `cmd args` with the child's peak RSS in MiB (null without GNU time). */
+function spawnMeasured(cmd, args, options) {
+  const r = gnuTime
+    ? spawnSync('/usr/bin/time', ['-o', rssFile, '-f', '%M', cmd, ...args], options)
+    : spawnSync(cmd, args, options);
+  const rssMiB =
+    gnuTime && r.status === 0 ? Number(readFileSync(rssFile, 'utf8').trim().split('\n').at(-1)) / 1024 : null;
+  return { ...r, rssMiB };
+}
 
 // 3. One backup through the engine.
 const jobId = 'bench-restore';
@@ -90,6 +113,7 @@ const created = await api('/jobs', {
   id: jobId,
   cadenceSeconds: 86400,
   source: { type: 'files', path: sourceDir },
+  ...(given.BENCH_INCREMENTAL === '1' ? { incremental: true } : {}),
 });
 if (created.status !== 200) throw new Error(`job not created: ${JSON.stringify(created.body)}`);
 const trig = await api('/trigger', { id: jobId });
@@ -122,6 +146,7 @@ function checkTree(dir, label) {
 
 async function engineRestore(label) {
   const dir = freshTarget();
+  engineRss.reset();
   const c0 = engineCpu();
   const t0 = performance.now();
   const r = await api('/restore', { runId, confirm: true, target: { namespaceId: dir } });
@@ -142,6 +167,7 @@ async function engineRestore(label) {
       label,
       seconds,
       cpu,
+      rssMiB: engineRss.read().bytes / MIB,
       verifySeconds: phaseTwoAt === null ? null : (phaseTwoAt - t0) / 1000,
     };
   }
@@ -172,7 +198,7 @@ function resticRestore(label) {
   const dir = freshTarget();
   const c0 = childrenCpu();
   const t0 = performance.now();
-  const r = spawnSync('restic', ['restore', 'latest', '--target', dir], {
+  const r = spawnMeasured('restic', ['restore', 'latest', '--target', dir], {
     env: resticEnv,
     stdio: ['ignore', 'ignore', 'inherit'],
   });
@@ -181,7 +207,20 @@ function resticRestore(label) {
   const cpu = childrenCpu() - c0;
   checkTree(join(dir, sourceDir), label);
   done(dir);
-  return { label, seconds, cpu };
+  return { label, seconds, cpu, rssMiB: r.rssMiB };
+}
+
+/** `restic check --read-data`: every pack read and every blob checked. */
+function resticCheck(label) {
+  const c0 = childrenCpu();
+  const t0 = performance.now();
+  const r = spawnMeasured('restic', ['check', '--read-data', '--quiet'], {
+    env: resticEnv,
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const seconds = (performance.now() - t0) / 1000;
+  if (r.status !== 0) throw new Error(`${label}: restic exit ${r.status}`);
+  return { label, seconds, cpu: childrenCpu() - c0, rssMiB: r.rssMiB };
 }
 
 // The offline reader: coffer-recover extract, as a child process (its CPU counts as a child's).
@@ -191,7 +230,7 @@ function recoverExtract(label) {
   const dir = freshTarget();
   const c0 = childrenCpu();
   const t0 = performance.now();
-  const r = spawnSync(
+  const r = spawnMeasured(
     process.execPath,
     [
       recoverCli,
@@ -214,7 +253,33 @@ function recoverExtract(label) {
   const cpu = childrenCpu() - c0;
   checkTree(dir, label);
   done(dir);
-  return { label, seconds, cpu };
+  return { label, seconds, cpu, rssMiB: r.rssMiB };
+}
+
+// The offline full verify: coffer-recover verify (every pack or shard and every record digest).
+const haveVerify = haveRecover && given.BENCH_SKIP_VERIFY !== '1';
+function recoverVerify(label) {
+  const c0 = childrenCpu();
+  const t0 = performance.now();
+  const r = spawnMeasured(
+    process.execPath,
+    [
+      recoverCli,
+      'verify',
+      '--from',
+      join(engineData, 'destination'),
+      '--run',
+      runId,
+      '--key',
+      breakGlassKeyFile,
+      '--trust-unpinned-signer',
+      '--no-progress',
+    ],
+    { stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' },
+  );
+  const seconds = (performance.now() - t0) / 1000;
+  if (r.status !== 0) throw new Error(`${label}: coffer-recover exit ${r.status}: ${r.stderr}`);
+  return { label, seconds, cpu: childrenCpu() - c0, rssMiB: r.rssMiB };
 }
 
 // 4. Optional: the package directly, in this process, with the engine's keys.
@@ -257,12 +322,19 @@ await engineRestore('warm-up');
 if (haveRestic) resticRestore('warm-up');
 if (haveRecover) recoverExtract('warm-up');
 
-const samples = { engine: [], restic: [], direct: [], recover: [] };
+const samples = { engine: [], restic: [], direct: [], recover: [], verify: [], check: [] };
 for (let rep = 1; rep <= repeat; rep++) {
   samples.engine.push(await engineRestore('engine restore (HTTP apply)'));
   if (haveRestic) samples.restic.push(resticRestore('restic restore'));
   if (haveRecover) samples.recover.push(recoverExtract('coffer-recover extract'));
   if (direct) samples.direct.push(await direct('@coffer/restore applyRestore'));
+  // Verify figures alternate which tool goes first, so neither always reads a cooler cache.
+  const pair = [
+    () => haveVerify && samples.verify.push(recoverVerify('coffer-recover verify')),
+    () => haveVerify && haveRestic && samples.check.push(resticCheck('restic check --read-data')),
+  ];
+  if (rep % 2 === 0) pair.reverse();
+  for (const f of pair) f();
 }
 stopEngine();
 await engineExit;
@@ -278,10 +350,12 @@ const summary = (list) => {
   const seconds = median(list.map((r) => r.seconds));
   const verify = list.every((r) => r.verifySeconds != null) ? median(list.map((r) => r.verifySeconds)) : null;
   const cpu = list.every((r) => r.cpu != null) ? median(list.map((r) => r.cpu)) : null;
+  const rss = list.every((r) => r.rssMiB != null) ? Math.max(...list.map((r) => r.rssMiB)) : null;
   return {
     label: list[0].label,
     seconds,
     cpu,
+    rss,
     verify,
     mibps: totalBytes / MIB / seconds,
     all: list.map((r) => r.seconds.toFixed(2)).join(' '),
@@ -290,6 +364,7 @@ const summary = (list) => {
 const fmt = (r) =>
   `${r.label.padEnd(32)} ${r.seconds.toFixed(2).padStart(7)} s  ${r.mibps.toFixed(1).padStart(7)} MiB/s` +
   (r.cpu !== null ? `  CPU ${r.cpu.toFixed(1)} s` : '') +
+  (r.rss !== null ? `  peak RSS ${r.rss.toFixed(0)} MiB` : '') +
   (r.verify !== null
     ? `  [plan + verify ${r.verify.toFixed(2)} s, write ${(r.seconds - r.verify).toFixed(2)} s]`
     : '') +
@@ -322,6 +397,15 @@ if (haveRestic) {
       `ratio (coffer-recover extract / restic restore throughput): ${(rec.mibps / rr.mibps).toFixed(2)}  (target >= 1.0)`,
     );
     console.log(`CPU time ratio (restic / coffer-recover CPU seconds): ${(rr.cpu / rec.cpu).toFixed(2)}`);
+  }
+  const ver = summary(samples.verify);
+  const chk = summary(samples.check);
+  if (ver && chk) {
+    console.log(fmt(ver));
+    console.log(fmt(chk));
+    console.log(
+      `ratio (restic check --read-data / coffer-recover verify wall time): ${(chk.seconds / ver.seconds).toFixed(2)}; CPU ${(chk.cpu / ver.cpu).toFixed(2)}`,
+    );
   }
 }
 const out = join(root, 'bench', '.data', 'restore-last.json');

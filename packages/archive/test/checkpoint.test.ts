@@ -192,6 +192,9 @@ t.test('refuses to seal a misordered archive (shard id overflow)', async (t) => 
     reason: 'shard id overflow (refused to seal a misordered archive)',
   });
   await t.rejects(w.finish(), { code: 'ERR_ARCHIVE_SHARD_ID_OVERFLOW' });
+  // Shards handed to the store before the refusal may still be landing: abort settles them, as a
+  // caller does after a failed writer (else the temporary directory can vanish under a write).
+  await w.abort();
   t.equal(await store.head('jobs/job-a/runs/run-0001/manifest.json'), null);
 });
 

@@ -8,6 +8,11 @@ import { createHash } from 'node:crypto';
 import t from 'tap';
 import { createArchiveWriter, verifyRun } from '../src/index.ts';
 import { BufferPool, spareBuffers } from '../src/internal/buffer-pool.ts';
+import {
+  type ChunkedEntryFields,
+  canonicalChunkedEntryLine,
+  chunkedEntryLine,
+} from '../src/internal/chunked-index.ts';
 import { canonicalEntryLine, type EntryFields, entryLine } from '../src/internal/index-codec.ts';
 import { BEGIN, END, PREFIX, recordHasher } from '../src/internal/record-hash.ts';
 import { fsStore, keys, pseudoRandom, writerOptions } from './helpers.ts';
@@ -184,6 +189,37 @@ t.test('index lines are byte-identical to the generic RFC 8785 canonicalizer', a
   const lone = { ...cases[0]!, binding: '\ud800' };
   t.throws(() => entryLine(lone));
   t.throws(() => canonicalEntryLine(lone));
+});
+
+t.test('the direct 0.2 record line equals the generic canonical one', async (t) => {
+  const id = (n: number) => createHash('sha256').update(String(n)).digest('hex');
+  const cases: ChunkedEntryFields[] = [];
+  for (let i = 0; i < 60; i++) {
+    const r = pseudoRandom(64, 300 + i);
+    cases.push({
+      name: `n-${String.fromCharCode(...[...r.subarray(0, 8)].map((x) => 0x20 + (x % 0x2000)))}`,
+      size: r[8]! * 3 + 1,
+      sha384: `sha384:${createHash('sha384').update(r).digest('hex')}`,
+      sourceType: i % 2 === 0 ? 'files' : 's3',
+      binding: String.fromCharCode(0x20 + r[12]!),
+      namespace: i % 3 === 0 ? '' : 'ns\u00e9',
+      metadata:
+        i % 4 === 0
+          ? {}
+          : { [String.fromCharCode(0x30 + (r[13]! % 80))]: r[14]! / 7, mode: 0o644, z: 'a"b\\c', n: null },
+      chunks: [
+        { id: id(i), length: r[8]! * 2 },
+        { id: id(i + 1000), length: r[8]! + 1 },
+      ],
+      // Every shape of change token: absent, empty, plain, with characters JSON escapes.
+      ...(i % 4 === 1 ? {} : { change: ['', `12:${i}:1700000000000`, 'e"t\nag'][i % 3]! }),
+    });
+  }
+  cases.push({ ...cases[1]!, chunks: [], size: 0 });
+  for (const c of cases) t.equal(chunkedEntryLine(c), canonicalChunkedEntryLine(c));
+  const lone = { ...cases[0]!, change: '\udc00' };
+  t.throws(() => chunkedEntryLine(lone), 'a lone surrogate is refused by both paths');
+  t.throws(() => canonicalChunkedEntryLine(lone));
 });
 
 t.test('pipelined verify names the first failing shard and counts what passed before it', async (t) => {
