@@ -311,3 +311,102 @@ t.test(
     t.same(await store.head(first.manifestKey), before, 'the first manifest is untouched');
   },
 );
+
+// Found by the kill soak (bench/soak.mjs): a replica killed after its run's final shard was stored
+// and checkpointed, but before the manifest, left a checkpoint from which the next replica sealed a
+// second final shard and signed a manifest no reader accepted.
+t.test('a run resumed after its final shard was stored signs a manifest that verifies', async (t) => {
+  for (const [what, bodies] of [
+    ['a short final shard', [pseudoRandom(100_000, 1), pseudoRandom(50_000, 2)]],
+    // 128 KiB exactly: the last full shard is flushed as it fills, the final shard is empty.
+    ['an empty final shard', [pseudoRandom(65_536, 3), pseudoRandom(65_536, 4)]],
+  ] as const) {
+    const k = keys();
+    const { store } = fsStore(t);
+    // The kill: the manifest never reaches the store.
+    let dead = true;
+    const dying = new Proxy(store, {
+      get(target, p) {
+        const v = Reflect.get(target, p);
+        if (p === 'put')
+          return async (key: string, ...rest: unknown[]) => {
+            if (dead && key.endsWith('manifest.json'))
+              throw Object.assign(new Error('killed'), { code: 'EIO' });
+            return (v as (...a: unknown[]) => unknown).call(target, key, ...rest);
+          };
+        return typeof v === 'function' ? v.bind(target) : v;
+      },
+    });
+    let checkpoint: Uint8Array | null = null;
+    const w = await createArchiveWriter(
+      writerOptions(dying, k, {
+        shardSize: 64 * 1024,
+        compress: false,
+        // As the engine's checkpoint saver: a checkpoint after every stored shard.
+        onShard: async () => {
+          checkpoint = await w.exportCheckpoint();
+        },
+      }),
+    );
+    for (const [i, body] of bodies.entries()) await w.addRecord({ name: `r${i}`, body });
+    await t.rejects(w.finish(), undefined, `${what}: the first attempt dies before its manifest`);
+    await w.abort();
+    dead = false;
+    const { writer, resume } = await resumeArchiveWriter(checkpoint!, {
+      store,
+      signerSecretKey: k.signer.secretKey,
+      operationalSecretKey: k.operational.secretKey,
+    });
+    t.equal(resume.recordsDone, bodies.length, `${what}: every record is in the checkpoint`);
+    const summary = await writer.finish();
+    t.equal(summary.records, bodies.length);
+    const v = await verifyRun(store, { job: 'job-a', runId: 'run-0001', secretKey: k.breakGlass.secretKey });
+    t.ok(v.ok, `${what}: the resumed run verifies (${v.failure?.code ?? 'ok'})`);
+    const run = await openRun(store, { job: 'job-a', runId: 'run-0001', secretKey: k.breakGlass.secretKey });
+    const got = await readAll(run);
+    t.same(
+      got.map((r) => Buffer.compare(Buffer.from(r.body), Buffer.from(bodies[r.entry.seq]!))),
+      bodies.map(() => 0),
+      `${what}: every record reads back`,
+    );
+
+    // Nothing can follow the final shard: a resumed writer given another record refuses it.
+    const again = await resumeArchiveWriter(checkpoint!, {
+      store,
+      signerSecretKey: k.signer.secretKey,
+      operationalSecretKey: k.operational.secretKey,
+    }).catch((e: unknown) => e);
+    if (again instanceof Error) {
+      t.match(again, { code: 'ERR_ARCHIVE_INVALID_ARGUMENT' }, 'the run is sealed now');
+    }
+  }
+});
+
+t.test('a resumed writer whose checkpoint holds the final shard refuses more records', async (t) => {
+  const k = keys();
+  const { store } = fsStore(t);
+  let checkpoint: Uint8Array | null = null;
+  const w = await createArchiveWriter(
+    writerOptions(store, k, {
+      shardSize: 64 * 1024,
+      onShard: async () => {
+        checkpoint = await w.exportCheckpoint();
+      },
+      // Stops right before the commit, as a kill would.
+      beforeCommit: () => {
+        throw new Error('killed');
+      },
+    }),
+  );
+  await w.addRecord({ name: 'a', body: pseudoRandom(90_000, 5) });
+  await t.rejects(w.finish());
+  await w.abort();
+  const { writer } = await resumeArchiveWriter(checkpoint!, {
+    store,
+    signerSecretKey: k.signer.secretKey,
+    operationalSecretKey: k.operational.secretKey,
+  });
+  await t.rejects(writer.addRecord({ name: 'b', body: new Uint8Array(10) }), {
+    code: 'ERR_ARCHIVE_RESUME_DIVERGENT',
+  });
+});

@@ -97,6 +97,8 @@ export class RunWriter implements ArchiveWriter {
   private expectPartial: CheckpointPartial | null;
   private state: 'open' | 'busy' | 'finishing' | 'finished' | 'aborted' | 'failed' = 'open';
   private failure: unknown = null;
+  /** Resumed after the final shard was stored: nothing more is written but the index and manifest. */
+  private readonly finalStored: boolean;
   private readonly binding: Uint8Array;
   private readonly tag: Uint8Array;
   // Drawn afresh by every writer (a resumed run's too), so no (data key, nonce) pair seals twice.
@@ -123,6 +125,12 @@ export class RunWriter implements ArchiveWriter {
     this.durable = this.shards.length;
     this.lines = resumed ? [...resumed.lines] : [];
     this.expectPartial = resumed?.partial ?? null;
+    // Only the final flush seals a shard that is not full (a full buffer is flushed as it fills),
+    // so a checkpoint whose last shard is not full was taken after the final shard was stored:
+    // the run only lacks its index and manifest. Sealing another final shard would sign a
+    // manifest no reader accepts (a short shard that is not the last).
+    const lastShard = this.shards.at(-1);
+    this.finalStored = lastShard !== undefined && lastShard.plainSize < cfg.shardSize;
     this.checkpoint = {
       shardsDone: this.durable,
       recordsDone: this.lines.length,
@@ -149,6 +157,13 @@ export class RunWriter implements ArchiveWriter {
 
   async addRecord(record: RecordInput): Promise<RecordResult> {
     this.assertUsable();
+    if (this.finalStored) {
+      throw this.fail(
+        new ArchiveError('ERR_ARCHIVE_RESUME_DIVERGENT', {
+          detail: 'the checkpoint holds the final shard: no record can follow',
+        }),
+      );
+    }
     if (typeof record !== 'object' || record === null) throw invalid('record must be an object');
     const name = checkName(record.name);
     const metadata = checkMetadata(record.metadata);
@@ -569,7 +584,7 @@ export class RunWriter implements ArchiveWriter {
   }
 
   private async seal(): Promise<RunSummary> {
-    await this.flush(true);
+    if (!this.finalStored) await this.flush(true);
     // Every record is in: the index is sealed on this thread while the last shards are sealed and
     // stored (it is stored only once every shard is listed back).
     const index = sealIndex(this.cfg, this.lines, this.binding, this.tag, this.salt);
