@@ -182,6 +182,9 @@ export class Db {
       // An idle client whose server went away emits 'error' on the pool; without a listener
       // Node would crash the engine. The next query reports the failure instead.
       pool.on('error', () => {});
+      // Likewise a client checked out for a query when its connection drops (PostgreSQL restarted
+      // or unreachable): its 'error' would crash the engine; the query itself rejects instead.
+      pool.on('connect', (client) => client.on('error', () => {}));
       const k = new Kysely<Schema>({ dialect: new PostgresDialect({ pool }) });
       db = new Db({ backend: 'postgres', description: describePg(url), k, pool, options });
     } else {
