@@ -63,7 +63,8 @@ const FOUNDATION = new Set([
   // The engine's notification event bus (app.events): every room raises into it.
   'events.ts',
 ]);
-const ROOT = new Set(['app.ts', 'main.ts', 'start.ts', 'index.ts', 'openapi.ts']);
+// keys-init.ts: the `coffer-engine keys init` command main.ts dispatches to instead of an engine.
+const ROOT = new Set(['app.ts', 'main.ts', 'start.ts', 'index.ts', 'openapi.ts', 'keys-init.ts']);
 const engineRooms = {
   root: '*',
   routes: [

@@ -4,7 +4,9 @@
  * 1. signer (hybrid Ed25519 + ML-DSA-87) and operational (hybrid X25519 + ML-KEM-1024) secret
  *    keys: read from ENGINE_SIGNER_KEY_FILE / ENGINE_OPERATIONAL_KEY_FILE when set, otherwise from
  *    `<data dir>/keys/`, where they are created on first start (armoured files, mode 0600, created
- *    exclusively so two processes starting at once never overwrite each other's key);
+ *    exclusively so two processes starting at once never overwrite each other's key). Several
+ *    replicas share one pair made ahead of the first start by `coffer-engine keys init`
+ *    (keys-init.ts), through the same `createKeyFile`;
  * 2. the break-glass PUBLIC key from ENGINE_BREAK_GLASS_PUBLIC_KEY (armoured text or the `.pub`
  *    file written by `coffer-recover keygen`), or else the one an owner sent once from the console
  *    (`POST /admin/setup/break-glass-key`, kept in the state store under BREAK_GLASS_SETTING and
@@ -18,8 +20,20 @@
  */
 
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
-import { chmodSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import {
+  closeSync,
+  constants,
+  fchmodSync,
+  fsyncSync,
+  linkSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  statSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import {
   decodeKeyFile,
   encodeKeyFile,
@@ -101,13 +115,56 @@ function secretFromFile(
   );
 }
 
-function createExclusive(path: string, text: string): boolean {
+/**
+ * Creates the key file `path` holding `secretKey` in the engine's armoured format
+ * (@coffer/crypto `encodeKeyFile`), mode 0600 whatever the umask, without ever replacing
+ * anything: the text is written and flushed to a temporary file beside `path` (created
+ * exclusively, never through a symlink), which is then hard-linked to `path` and removed.
+ * link(2) fails rather than replace, even a dangling symlink, so `path` appears whole or not at
+ * all and two processes creating it at once keep one key. The first start (`loadKeys`) and
+ * `coffer-engine keys init` (keys-init.ts) both create key files only through this.
+ * Returns false when `path` already exists; throws the file-system error otherwise.
+ */
+export function createKeyFile(
+  path: string,
+  kind: 'signer-secret' | 'recipient-secret',
+  secretKey: Uint8Array,
+): boolean {
+  const tmp = join(dirname(path), `.${basename(path)}.${randomBytes(6).toString('hex')}.tmp`);
+  const fd = openSync(
+    tmp,
+    constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0),
+    0o600,
+  );
   try {
-    writeFileSync(path, text, { mode: 0o600, flag: 'wx' });
-    chmodSync(path, 0o600);
+    try {
+      // The umask can only clear bits; fchmod makes the mode exactly 0600.
+      fchmodSync(fd, 0o600);
+      writeSync(fd, encodeKeyFile(kind, secretKey));
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    try {
+      linkSync(tmp, path);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
+      throw err;
+    }
     return true;
+  } finally {
+    try {
+      unlinkSync(tmp);
+    } catch {
+      // Already gone: nothing of the key is left behind under the temporary name.
+    }
+  }
+}
+
+function createInDataDir(path: string, kind: 'signer-secret' | 'recipient-secret', secretKey: Uint8Array) {
+  try {
+    return createKeyFile(path, kind, secretKey);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
     throw new EngineError('ERR_ENGINE_KEYS', 'cannot create a key file in the data directory', {
       cause: err,
     });
@@ -133,7 +190,7 @@ function engineSecret(
     }
     if (!exists) {
       const pair = kind === 'signer-secret' ? generateSigner() : generateRecipient();
-      created = createExclusive(path, encodeKeyFile(kind, pair.secretKey));
+      created = createInDataDir(path, kind, pair.secretKey);
     }
   }
   const secretKey = secretFromFile(

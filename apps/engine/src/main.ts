@@ -12,28 +12,37 @@
  *
  * Exit codes: 0 after a graceful stop; 2 for bad configuration (one line on stderr naming the
  * variable); 1 for any other start-up failure (one line on stderr, no secret).
+ *
+ * `coffer-engine keys init ...` (keys-init.ts) is a command, not an engine: it is dispatched first,
+ * before the launcher and the Node flags, so it never re-executes, never reads a data directory's
+ * release pointer and never starts a server. Any other argument is ignored, as before.
  */
 import { pathToFileURL } from 'node:url';
 import { decideLaunch, launchEnv } from './launcher.ts';
 import { applyEngineNodeFlags } from './node-flags.ts';
 import { ENGINE_VERSION } from './version.ts';
 
-// Before anything else is loaded: which program runs (launcher.ts), then the engine's V8 settings
-// (node-flags.ts). Either may re-execute this process.
-const launch = decideLaunch(process.env, ENGINE_VERSION);
-if (launch.run === 'release') {
-  const env = launchEnv(process.env, ENGINE_VERSION, process.argv[1]!, launch.version);
-  applyEngineNodeFlags({ script: launch.script, env });
-  // No process.execve here (Windows, an old Node): load the release in this process instead.
-  Object.assign(process.env, env);
-  await import(pathToFileURL(launch.script).href);
+if (process.argv[2] === 'keys') {
+  const { keysCommand } = await import('./keys-init.ts');
+  process.exitCode = keysCommand(process.argv.slice(3));
 } else {
-  if ('skipped' in launch)
-    process.stderr.write(
-      `coffer-engine: release ${launch.skipped} not entered (${launch.reason === 'missing' ? 'its program is missing' : 'it did not start twice'}); running the installed build ${ENGINE_VERSION}\n`,
-    );
-  applyEngineNodeFlags();
-  await runEngine();
+  // Before anything else is loaded: which program runs (launcher.ts), then the engine's V8
+  // settings (node-flags.ts). Either may re-execute this process.
+  const launch = decideLaunch(process.env, ENGINE_VERSION);
+  if (launch.run === 'release') {
+    const env = launchEnv(process.env, ENGINE_VERSION, process.argv[1]!, launch.version);
+    applyEngineNodeFlags({ script: launch.script, env });
+    // No process.execve here (Windows, an old Node): load the release in this process instead.
+    Object.assign(process.env, env);
+    await import(pathToFileURL(launch.script).href);
+  } else {
+    if ('skipped' in launch)
+      process.stderr.write(
+        `coffer-engine: release ${launch.skipped} not entered (${launch.reason === 'missing' ? 'its program is missing' : 'it did not start twice'}); running the installed build ${ENGINE_VERSION}\n`,
+      );
+    applyEngineNodeFlags();
+    await runEngine();
+  }
 }
 
 async function runEngine(): Promise<void> {
