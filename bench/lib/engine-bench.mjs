@@ -4,6 +4,7 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, openSync, readdirSync, readSync, statSync, writeFileSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -76,15 +77,23 @@ export async function startEngine({ work, engineMain, engineArgs = [], env = {} 
     ENGINE_BREAK_GLASS_PUBLIC_KEY: join(work, 'bg.pub'),
     // The benches poll several times a second: at `info` every poll would add request log
     // lines that no user's run produces.
-    ENGINE_LOG_LEVEL: 'warn',
+    ENGINE_LOG_LEVEL: process.env.BENCH_ENGINE_LOG_LEVEL ?? 'warn',
     ...env,
   };
   const engine = spawn(process.execPath, [...engineArgs, engineMain], {
     env: engineEnv,
     stdio: ['ignore', 'inherit', 'inherit'],
   });
+  let stopping = false;
   const exit = new Promise((r) => engine.once('exit', r));
-  const stop = () => engine.kill('SIGTERM');
+  // An engine that dies under a bench says how (the bench's next request then fails).
+  engine.once('exit', (code, signal) => {
+    if (!stopping) console.error(`engine exited unexpectedly: code ${code}, signal ${signal}`);
+  });
+  const stop = () => {
+    stopping = true;
+    engine.kill('SIGTERM');
+  };
   process.on('exit', stop);
   for (let i = 0; ; i++) {
     try {
@@ -93,13 +102,39 @@ export async function startEngine({ work, engineMain, engineArgs = [], env = {} 
     if (i > 300) throw new Error('engine did not start');
     await new Promise((r) => setTimeout(r, 100));
   }
-  const api = async (path, body) => {
-    const res = await fetch(`${url}/admin${path}`, {
-      method: body ? 'POST' : 'GET',
-      headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-      body: body ? JSON.stringify(body) : undefined,
+  // One connection per request (agent: false): a bench leaves the engine idle for long stretches
+  // (the peer's turn), and a pooled keep-alive socket the server closed meanwhile fails the next
+  // request ("other side closed") with nothing wrong on either side.
+  const api = (path, body) =>
+    new Promise((resolve, reject) => {
+      const data = body ? JSON.stringify(body) : null;
+      const req = httpRequest(
+        `${url}/admin${path}`,
+        {
+          method: body ? 'POST' : 'GET',
+          agent: false,
+          headers: {
+            authorization: `Bearer ${token}`,
+            ...(data
+              ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) }
+              : {}),
+          },
+        },
+        (res) => {
+          const parts = [];
+          res.on('data', (c) => parts.push(c));
+          res.on('end', () => {
+            try {
+              resolve({ status: res.statusCode, body: JSON.parse(Buffer.concat(parts).toString('utf8')) });
+            } catch (e) {
+              reject(e);
+            }
+          });
+          res.on('error', reject);
+        },
+      );
+      req.on('error', reject);
+      req.end(data ?? undefined);
     });
-    return { status: res.status, body: await res.json() };
-  };
   return { engine, engineEnv, url, engineData, api, stop, exit, breakGlassKeyFile };
 }

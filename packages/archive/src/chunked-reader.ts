@@ -264,10 +264,39 @@ export class ChunkedRunReader implements OpenedRun {
     return bytes;
   }
 
+  /**
+   * Opens packs ahead of use on the codec workers (at most PREFETCH beyond the one in use, within
+   * the pack cache), in the order `entries` first use them, while this thread checks and hashes:
+   * `ahead(ref)` before each chunk is read.
+   */
+  private prefetcher(entries: Iterable<readonly ChunkRef[]>, map: ChunkMap): (ref: ChunkRef) => void {
+    const order: string[] = [];
+    const position = new Map<string, number>();
+    for (const refs of entries)
+      for (const r of refs) {
+        const pack = map.chunks.get(r.id)?.pack;
+        if (pack !== undefined && !position.has(pack)) {
+          position.set(pack, order.length);
+          order.push(pack);
+        }
+      }
+    let ahead = 0;
+    return (ref) => {
+      const pack = map.chunks.get(ref.id)?.pack;
+      const i = pack === undefined ? undefined : position.get(pack);
+      if (i === undefined) return;
+      for (; ahead <= i + PREFETCH && ahead < order.length; ahead++) {
+        this.openPack(order[ahead]!, map).catch(() => undefined);
+      }
+    };
+  }
+
   async *readRecord(entry: IndexEntry): AsyncIterable<Uint8Array> {
     const map = await this.chunkMap();
     const hash = createHash('sha384');
+    const ahead = this.prefetcher([entry.chunks ?? []], map);
     for (const ref of entry.chunks ?? []) {
+      ahead(ref);
       const bytes = await this.readChunk(ref, map);
       hash.update(bytes);
       yield bytes;
@@ -304,10 +333,15 @@ export class ChunkedRunReader implements OpenedRun {
       last = e.seq;
     }
     const map = await this.chunkMap();
+    const ahead = this.prefetcher(
+      entries.map((e) => e.chunks!),
+      map,
+    );
     for (const entry of entries) {
       const hash = createHash('sha384');
       const pieces: Uint8Array[] = [];
       for (const ref of entry.chunks!) {
+        ahead(ref);
         const bytes = await this.readChunk(ref, map);
         hash.update(bytes);
         pieces.push(bytes);
@@ -383,29 +417,16 @@ export class ChunkedRunReader implements OpenedRun {
       return;
     }
     let bytesDone = 0;
-    // Packs in order of first use, opened ahead on the codec workers while this thread hashes.
-    const order: string[] = [];
-    const seen = new Set<string>();
-    for (const e of entries)
-      for (const r of e.chunks!) {
-        const pack = map.chunks.get(r.id)!.pack;
-        if (!seen.has(pack)) {
-          seen.add(pack);
-          order.push(pack);
-        }
-      }
-    const position = new Map(order.map((p, i) => [p, i]));
-    let ahead = 0;
-    const prefetch = (pack: string) => {
-      const i = position.get(pack)!;
-      for (; ahead <= i + PREFETCH && ahead < order.length; ahead++) {
-        this.openPack(order[ahead]!, map).catch(() => undefined);
-      }
-    };
+    const ahead = this.prefetcher(
+      entries.map((e) => e.chunks!),
+      map,
+    );
     for (const entry of entries) {
-      for (const r of entry.chunks!) prefetch(map.chunks.get(r.id)!.pack);
       const hash = createHash('sha384');
-      for (const ref of entry.chunks!) hash.update(await this.readChunk(ref, map));
+      for (const ref of entry.chunks!) {
+        ahead(ref);
+        hash.update(await this.readChunk(ref, map));
+      }
       this.checkRecord(entry, hash);
       checks.records++;
       checks.bytes += entry.size;
