@@ -155,6 +155,8 @@ export class ChunkedRunReader implements OpenedRun {
   private index: Promise<ChunkedIndex> | null = null;
   private map: Promise<ChunkMap> | null = null;
   private readonly cache = new Map<string, Promise<Uint8Array>>();
+  /** The pack in use and those opened ahead of it (prefetcher): never evicted for another. */
+  private readonly ahead = new Set<string>();
   /** Called after a pack's digest and tag verified (verify's progress). */
   onPackOpened: ((pack: string, plainSize: number) => void) | null = null;
   /** Undescribed packs were looked at (once per reader). */
@@ -194,6 +196,13 @@ export class ChunkedRunReader implements OpenedRun {
     const opened = this.readPack(pack, map);
     opened.catch(() => this.cache.delete(pack));
     this.cache.set(pack, opened);
+    // Least recently used first, but never the pack in use or one opened ahead and not yet
+    // reached: a pack opened ahead is inserted before the pack in use is next touched, so plain
+    // LRU would evict exactly the pack about to be read, and every pack would be opened twice.
+    for (const key of this.cache.keys()) {
+      if (this.cache.size <= PACK_CACHE) break;
+      if (!this.ahead.has(key)) this.cache.delete(key);
+    }
     while (this.cache.size > PACK_CACHE) this.cache.delete(this.cache.keys().next().value!);
     return opened;
   }
@@ -281,12 +290,19 @@ export class ChunkedRunReader implements OpenedRun {
         }
       }
     let ahead = 0;
+    let current = 0;
+    this.ahead.clear();
     return (ref) => {
       const pack = map.chunks.get(ref.id)?.pack;
       const i = pack === undefined ? undefined : position.get(pack);
       if (i === undefined) return;
+      // The window kept from eviction: the pack in use and those opened ahead of it.
+      for (; current < i; current++) this.ahead.delete(order[current]!);
+      this.ahead.add(pack!);
       for (; ahead <= i + PREFETCH && ahead < order.length; ahead++) {
-        this.openPack(order[ahead]!, map).catch(() => undefined);
+        const next = order[ahead]!;
+        this.ahead.add(next);
+        this.openPack(next, map).catch(() => undefined);
       }
     };
   }

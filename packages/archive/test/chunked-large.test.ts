@@ -139,3 +139,54 @@ t.test('the read-back reports progress pack by pack up to every byte of the run'
   );
   t.equal(seen.at(-1)!.bytesDone, total, 'the last report covers every byte');
 });
+
+t.test(
+  'a full verify and a read of every record open each pack once (packs opened ahead are kept)',
+  async (t) => {
+    const { store } = fsStore(t);
+    const k = keys();
+    const w = await createChunkedWriter({ ...writerOptions(store, k), packSize: MIB, workers: 1 });
+    // Small records one chunk each, many to a pack: the reader moves through packs record by record.
+    for (let i = 0; i < 400; i++)
+      await w.addRecord({ name: `r${String(i).padStart(4, '0')}`, body: pseudoRandom(40_000, 100 + i) });
+    const summary = await w.finish();
+    t.ok(summary.newPacks >= 10, `many packs (${summary.newPacks})`);
+    const gets = new Map<string, number>();
+    const counting = new Proxy(store, {
+      get(target, p) {
+        const v = Reflect.get(target, p);
+        if (p === 'get')
+          return (key: string, ...rest: unknown[]) => {
+            if (key.includes('/data/')) gets.set(key, (gets.get(key) ?? 0) + 1);
+            return (v as (...a: unknown[]) => unknown).call(target, key, ...rest);
+          };
+        return typeof v === 'function' ? v.bind(target) : v;
+      },
+    });
+    const v = await verifyRun(counting, {
+      job: 'job-a',
+      runId: 'run-0001',
+      secretKey: k.breakGlass.secretKey,
+      workers: 1,
+    });
+    t.ok(v.ok);
+    t.equal(gets.size, summary.newPacks, 'every pack read');
+    t.same([...new Set(gets.values())], [1], 'no pack read twice by the full verify');
+    gets.clear();
+    const run = await openRun(counting, {
+      job: 'job-a',
+      runId: 'run-0001',
+      secretKey: k.operational.secretKey,
+      workers: 1,
+    });
+    const entries = [];
+    for await (const e of run.records()) entries.push(e);
+    let n = 0;
+    for await (const r of run.readRecords(entries)) {
+      n++;
+      r.release();
+    }
+    t.equal(n, 400);
+    t.same([...new Set(gets.values())], [1], 'no pack read twice by readRecords');
+  },
+);
