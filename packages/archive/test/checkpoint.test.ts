@@ -349,7 +349,11 @@ t.test('a run resumed after its final shard was stored signs a manifest that ver
       }),
     );
     for (const [i, body] of bodies.entries()) await w.addRecord({ name: `r${i}`, body });
-    await t.rejects(w.finish(), undefined, `${what}: the first attempt dies before its manifest`);
+    await t.rejects(
+      w.finish(),
+      { code: 'ERR_ARCHIVE_DESTINATION', object: 'jobs/job-a/runs/run-0001/manifest.json' },
+      `${what}: the first attempt dies before its manifest`,
+    );
     await w.abort();
     dead = false;
     const { writer, resume } = await resumeArchiveWriter(checkpoint!, {
