@@ -226,52 +226,22 @@ function resticCheck(label) {
 // The offline reader: coffer-recover extract, as a child process (its CPU counts as a child's).
 const haveRecover = given.BENCH_SKIP_RECOVER !== '1';
 const recoverCli = join(root, 'apps/recover/dist/cli.js');
-function recoverExtract(label) {
-  const dir = freshTarget();
+/** `coffer-recover <command>` on the engine's run with the break-glass key: wall, CPU, peak RSS. */
+function recover(label, command, extra = []) {
   const c0 = childrenCpu();
   const t0 = performance.now();
   const r = spawnMeasured(
     process.execPath,
     [
       recoverCli,
-      'extract',
+      command,
       '--from',
       join(engineData, 'destination'),
       '--run',
       runId,
       '--key',
       breakGlassKeyFile,
-      '--to',
-      dir,
-      '--trust-unpinned-signer',
-      '--no-progress',
-    ],
-    { stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' },
-  );
-  const seconds = (performance.now() - t0) / 1000;
-  if (r.status !== 0) throw new Error(`${label}: coffer-recover exit ${r.status}: ${r.stderr}`);
-  const cpu = childrenCpu() - c0;
-  checkTree(dir, label);
-  done(dir);
-  return { label, seconds, cpu, rssMiB: r.rssMiB };
-}
-
-// The offline full verify: coffer-recover verify (every pack or shard and every record digest).
-const haveVerify = haveRecover && given.BENCH_SKIP_VERIFY !== '1';
-function recoverVerify(label) {
-  const c0 = childrenCpu();
-  const t0 = performance.now();
-  const r = spawnMeasured(
-    process.execPath,
-    [
-      recoverCli,
-      'verify',
-      '--from',
-      join(engineData, 'destination'),
-      '--run',
-      runId,
-      '--key',
-      breakGlassKeyFile,
+      ...extra,
       '--trust-unpinned-signer',
       '--no-progress',
     ],
@@ -281,6 +251,18 @@ function recoverVerify(label) {
   if (r.status !== 0) throw new Error(`${label}: coffer-recover exit ${r.status}: ${r.stderr}`);
   return { label, seconds, cpu: childrenCpu() - c0, rssMiB: r.rssMiB };
 }
+
+function recoverExtract(label) {
+  const dir = freshTarget();
+  const result = recover(label, 'extract', ['--to', dir]);
+  checkTree(dir, label);
+  done(dir);
+  return result;
+}
+
+// The offline full verify: coffer-recover verify (every pack or shard and every record digest).
+const haveVerify = haveRecover && given.BENCH_SKIP_VERIFY !== '1';
+const recoverVerify = (label) => recover(label, 'verify');
 
 // 4. Optional: the package directly, in this process, with the engine's keys.
 let direct = null;
