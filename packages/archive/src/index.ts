@@ -35,6 +35,7 @@ export {
 export { isChunkedCheckpoint } from './internal/checkpoint.ts';
 export { CHUNK_PARAMS, type ChunkParams } from './internal/chunker.ts';
 export { MANIFEST_MAX_BYTES, SIGNATURE_MAX_BYTES } from './internal/manifest.ts';
+export { readKeyFile } from './key-file.ts';
 export { layout } from './layout.ts';
 export {
   type ChunkedPruneOptions,
