@@ -1,7 +1,7 @@
 /**
  * Reading and verifying a 0.2 run (docs/archive-format.md §12.7 is normative): the run index is
  * checked against the signed manifest before it is opened; each chunk is located through the job's
- * pack indexes (only this job's prefix under this run's key id is listed), its pack's SHA-384 is
+ * pack indexes (only this job's prefix under this run's key id is listed), its pack's SHA-256 is
  * compared with the pack index before decryption, and its bytes must have the chunk id the signed
  * index names, so every referenced byte is covered by the run's signature wherever it is stored.
  * Opened packs are kept in a small LRU, so memory stays bounded by the pack size.
@@ -12,6 +12,7 @@ import type { ObjectStore } from '@coffer/objectstore';
 import { ArchiveError } from './errors.ts';
 import { BufferPool } from './internal/buffer-pool.ts';
 import { type ChunkKeys, chunkId, chunkKeys, runIndexKey } from './internal/chunk-keys.ts';
+import { type ChunkStreamContext, streamRecords } from './internal/chunk-stream.ts';
 import {
   addPacks,
   type ChunkMap,
@@ -348,23 +349,22 @@ export class ChunkedRunReader implements OpenedRun {
       }
       last = e.seq;
     }
+    yield* streamRecords(await this.streamContext(), entries, true);
+  }
+
+  /** What the pipelined record stream (internal/chunk-stream.ts) needs of this reader. */
+  private async streamContext(): Promise<ChunkStreamContext> {
     const map = await this.chunkMap();
-    const ahead = this.prefetcher(
-      entries.map((e) => e.chunks!),
+    return {
+      store: this.store,
+      codec: this.codec,
+      keys: this.keys,
+      job: this.doc.job,
+      runId: this.doc.runId,
       map,
-    );
-    for (const entry of entries) {
-      const hash = createHash('sha384');
-      const pieces: Uint8Array[] = [];
-      for (const ref of entry.chunks!) {
-        ahead(ref);
-        const bytes = await this.readChunk(ref, map);
-        hash.update(bytes);
-        pieces.push(bytes);
-      }
-      this.checkRecord(entry, hash);
-      yield { entry, pieces, release() {} };
-    }
+      locate: async (ref) => ((await this.describeUndescribed(map)) ? map.chunks.get(ref.id) : undefined),
+      onPackOpened: (pack, plainSize) => this.onPackOpened?.(pack, plainSize),
+    };
   }
 
   /**
@@ -397,7 +397,7 @@ export class ChunkedRunReader implements OpenedRun {
       }
     for (const ref of packRefs) {
       const line = map.packs.get(ref.pack);
-      if (line !== undefined && line.sha384 === ref.sha384 && line.size === ref.size) continue;
+      if (line !== undefined && line.sha256 === ref.sha256 && line.size === ref.size) continue;
       // Not described as recorded: acceptable only when no record needs it (it was repacked and
       // every chunk resolves elsewhere).
       if (line === undefined && !packs.has(ref.pack)) continue;
@@ -433,17 +433,7 @@ export class ChunkedRunReader implements OpenedRun {
       return;
     }
     let bytesDone = 0;
-    const ahead = this.prefetcher(
-      entries.map((e) => e.chunks!),
-      map,
-    );
-    for (const entry of entries) {
-      const hash = createHash('sha384');
-      for (const ref of entry.chunks!) {
-        ahead(ref);
-        hash.update(await this.readChunk(ref, map));
-      }
-      this.checkRecord(entry, hash);
+    for await (const { entry } of streamRecords(await this.streamContext(), entries, false)) {
       checks.records++;
       checks.bytes += entry.size;
       bytesDone += entry.size;
@@ -527,7 +517,14 @@ export class ChunkedRunReader implements OpenedRun {
       const line = map.packs.get(pack)!;
       const buf = pool.acquire();
       const plain = buf.then(
-        async (b) => (await openPack(this.store, this.codec, job, this.keys, pack, line, line.size, b)).plain,
+        // Every chunk its pack index describes is checked against its id by the thread that opens it.
+        async (b) =>
+          (
+            await openPack(this.store, this.codec, job, this.keys, pack, line, line.size, b, {
+              chunks: line.chunks,
+              run: `${job}/${this.doc.runId}`,
+            })
+          ).plain,
       );
       plain.catch(() => undefined);
       opening.push({ pack, buf, plain });
@@ -535,17 +532,8 @@ export class ChunkedRunReader implements OpenedRun {
     try {
       while (next < order.length && opening.length < pool.count) startOpen();
       for (let i = 0; i < order.length; i++) {
-        const { pack, buf, plain: opened } = opening.shift()!;
-        const plain = await opened;
-        const object = layout.pack(job, this.keys.keyId, pack);
-        for (const c of map.packs.get(pack)!.chunks) {
-          if (chunkId(this.keys, plain.subarray(c.offset, c.offset + c.length)) !== c.id) {
-            throw new ArchiveError('ERR_ARCHIVE_CHUNK_TAMPERED', {
-              object,
-              detail: `chunk ${c.id} of run ${job}/${this.doc.runId}`,
-            });
-          }
-        }
+        const { buf, plain: opened } = opening.shift()!;
+        await opened;
         pool.release(await buf);
         checks.shards++;
         bytesDone += doneAfter[i]!;

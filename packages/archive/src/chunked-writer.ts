@@ -848,7 +848,7 @@ class ChunkedRunWriter implements ChunkedWriter {
       ...this.lines,
       ...refs.map((pack) => {
         const line = described.get(pack)!;
-        return packRefLine({ pack, sha384: line.sha384, size: line.size });
+        return packRefLine({ pack, sha256: line.sha256, size: line.size });
       }),
     ];
     const index = sealLines(

@@ -32,6 +32,7 @@ import {
 } from '../src/index.ts';
 import type { ChunkKeys } from '../src/internal/chunk-keys.ts';
 import { openPackIndex, type PackLine, sealPackIndex } from '../src/internal/chunked-index.ts';
+import { packDigestOf } from '../src/internal/pack-digest.ts';
 import { runTag, sessionSalt } from '../src/internal/run-binding.ts';
 import { readAll } from './helpers.ts';
 import {
@@ -517,7 +518,7 @@ t.test('a pack copied under another pack id fails its run tag or its AEAD tag', 
     frame.set(runTag(JOB, renamed).subarray(0, 6), 20);
     writeFileSync(join(root, moved), frame);
     rewriteIndex(root, g.keys, g.indexOf(pack), (packs) =>
-      packs.map((p) => (p.pack === pack ? { ...p, pack: renamed, sha384: formatDigest(sha384(frame)) } : p)),
+      packs.map((p) => (p.pack === pack ? { ...p, pack: renamed, sha256: packDigestOf(frame) } : p)),
     );
     t.equal(await failure(store, 'run-0001'), `ERR_ARCHIVE_SHARD_TAMPERED ${moved}`);
     t.equal(await failure(store, 'run-0002'), `ERR_ARCHIVE_SHARD_TAMPERED ${moved}`);

@@ -7,6 +7,7 @@ import { type ChunkKeys, isObjectId, packIndexKey } from './chunk-keys.ts';
 import { commonEntryFields, fastMetadata, flatLine, INDEX_FORMAT, jcsString } from './index-codec.ts';
 import { isCount, isDigest, isObject } from './json-checks.ts';
 import { tableBytes } from './pack-codec.ts';
+import { isPackDigest, type PackDigest } from './pack-digest.ts';
 import { runBinding, runTag } from './run-binding.ts';
 import { openLines, sealLines } from './sealed-lines.ts';
 import { getObject, listObjects } from './store.ts';
@@ -21,7 +22,8 @@ export interface PackLine {
   size: number;
   plainSize: number;
   compression: 'none' | 'zstd';
-  sha384: Digest;
+  /** SHA-256 of the whole stored pack object (§12.5). */
+  sha256: PackDigest;
   /** Chunks in pack order, back to back from offset 0. */
   chunks: { id: string; offset: number; length: number }[];
 }
@@ -119,12 +121,12 @@ export function chunkedHeaderLine(job: string, runId: string, records: number, p
 
 export interface PackRefLine {
   pack: string;
-  sha384: Digest;
+  sha256: PackDigest;
   size: number;
 }
 
 export function packRefLine(p: PackRefLine): string {
-  return canonicalJson({ pack: p.pack, sha384: p.sha384, size: p.size });
+  return canonicalJson({ pack: p.pack, sha256: p.sha256, size: p.size });
 }
 
 /** Validates one parsed 0.2 record line; throws ERR_ARCHIVE_INDEX_TAMPERED naming the object. */
@@ -174,12 +176,12 @@ export function toPackRef(value: unknown, object: string): PackRefLine {
     !isObject(value) ||
     typeof value.pack !== 'string' ||
     !isObjectId(value.pack) ||
-    !isDigest(value.sha384) ||
+    !isPackDigest(value.sha256) ||
     !isCount(value.size)
   ) {
     throw new ArchiveError('ERR_ARCHIVE_INDEX_TAMPERED', { object, detail: 'bad pack reference line' });
   }
-  return { pack: value.pack, sha384: value.sha384, size: value.size };
+  return { pack: value.pack, sha256: value.sha256, size: value.size };
 }
 
 // ---- pack index (§12.5) ----
@@ -199,7 +201,7 @@ export function packIndexLines(job: string, keyId: string, packs: readonly PackL
         compression: p.compression,
         pack: p.pack,
         plainSize: p.plainSize,
-        sha384: p.sha384,
+        sha256: p.sha256,
         size: p.size,
       }),
     ),
@@ -227,7 +229,7 @@ export function sealPackIndex(
 
 function parsePackLine(v: unknown): PackLine | null {
   if (!isObject(v) || typeof v.pack !== 'string' || !isObjectId(v.pack)) return null;
-  if (!isCount(v.size) || !isCount(v.plainSize) || !isDigest(v.sha384)) return null;
+  if (!isCount(v.size) || !isCount(v.plainSize) || !isPackDigest(v.sha256)) return null;
   if (v.compression !== 'none' && v.compression !== 'zstd') return null;
   if (!Array.isArray(v.chunks)) return null;
   const chunks: PackLine['chunks'] = [];
@@ -249,7 +251,7 @@ function parsePackLine(v: unknown): PackLine | null {
     size: v.size,
     plainSize: v.plainSize,
     compression: v.compression,
-    sha384: v.sha384,
+    sha256: v.sha256,
     chunks,
   };
 }

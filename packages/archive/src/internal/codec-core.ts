@@ -54,12 +54,14 @@ export interface SealMessage {
    * overwritten.
    */
   out: Uint8Array | null;
+  /** The frame digest's hash: SHA-384 (0.1 shards and indexes, the default) or SHA-256 (0.2 packs). */
+  digestAlg?: 'sha384' | 'sha256';
 }
 
 export interface SealResult {
   /** A view of `out` (or of a fresh buffer when `out` was missing or too small). */
   frame: Uint8Array;
-  /** SHA-384 of the whole frame. */
+  /** The SealMessage.digestAlg digest of the whole frame. */
   digest: Uint8Array;
   zstd: boolean;
 }
@@ -72,7 +74,10 @@ export interface OpenMessage {
   key: Uint8Array;
   binding: Uint8Array;
   runTag: Uint8Array;
-  /** When given, the frame's SHA-384 must equal it before anything else is looked at. */
+  /**
+   * When given, the frame's digest must equal it before anything else is looked at: SHA-256 when it
+   * has 32 bytes (0.2 packs), SHA-384 when 48.
+   */
   digest: Uint8Array | null;
   /** When given, the frame's plaintext length must equal it. */
   plainLength: number | null;
@@ -83,11 +88,28 @@ export interface OpenMessage {
    * the header and tag are copied into the decipher before the first write.
    */
   out: Uint8Array | null;
+  /**
+   * Chunks to check in the opened plaintext (0.2 packs): each range's HMAC-SHA-256 under `key` must
+   * equal its id. Done here, on the thread that opened the pack while its bytes are in cache, so
+   * the reading thread only moves bytes.
+   */
+  chunks?: ChunkCheck | null;
 }
 
-export type OpenFailure = 'digest' | 'transplanted' | 'misplaced' | 'header' | 'tag' | 'length';
+export interface ChunkCheck {
+  /** The chunk-id key (a KeyObject crosses to a worker as a key, not as bytes in the message). */
+  key: unknown;
+  /** offset, length per chunk, in plaintext coordinates. */
+  ranges: number[];
+  /** The expected ids, 32 bytes each, in the order of `ranges`. */
+  ids: Uint8Array;
+}
 
-export type OpenResult = { ok: true; plain: Uint8Array } | { ok: false; failure: OpenFailure };
+export type OpenFailure = 'digest' | 'transplanted' | 'misplaced' | 'header' | 'tag' | 'length' | 'chunk';
+
+export type OpenResult =
+  | { ok: true; plain: Uint8Array }
+  | { ok: false; failure: OpenFailure /** The chunk (its index in ChunkCheck) that failed. */; at?: number };
 
 export interface CodecCore {
   sealFrame(m: SealMessage): SealResult;
@@ -231,7 +253,7 @@ export function codecCore(crypto: typeof NodeCrypto, zlib: typeof NodeZlib): Cod
     cipher.setAAD(Buffer.concat([LABEL, header, m.binding]));
     // The frame digest is taken piece by piece right after each piece is encrypted, while it is
     // still in cache, rather than in a second pass over the whole frame.
-    const hash = crypto.createHash('sha384').update(header);
+    const hash = crypto.createHash(m.digestAlg ?? 'sha384').update(header);
     let o = HEADER;
     for (let p = 0; p < payload.length; p += PIECE) {
       const c = cipher.update(payload.subarray(p, p + PIECE));
@@ -267,9 +289,29 @@ export function codecCore(crypto: typeof NodeCrypto, zlib: typeof NodeZlib): Cod
   }
 
   function openFrame(m: OpenMessage): OpenResult {
+    const r = openBytes(m);
+    if (!r.ok || m.chunks === undefined || m.chunks === null) return r;
+    const { key, ranges, ids } = m.chunks;
+    for (let i = 0, j = 0; j + 1 < ranges.length; i++, j += 2) {
+      const start = ranges[j]!;
+      const end = start + ranges[j + 1]!;
+      if (end > r.plain.length) return { ok: false, failure: 'chunk', at: i };
+      const mac = crypto
+        .createHmac('sha256', key as NodeCrypto.KeyObject)
+        .update(r.plain.subarray(start, end))
+        .digest();
+      if (!sameBytes(mac, ids.subarray(i * 32, i * 32 + 32))) return { ok: false, failure: 'chunk', at: i };
+    }
+    return r;
+  }
+
+  function openBytes(m: OpenMessage): OpenResult {
     const f = Buffer.from(m.frame.buffer, m.frame.byteOffset, m.frame.byteLength);
     if (m.digest !== null) {
-      const d = crypto.createHash('sha384').update(f).digest();
+      const d = crypto
+        .createHash(m.digest.length === 32 ? 'sha256' : 'sha384')
+        .update(f)
+        .digest();
       if (!sameBytes(d, m.digest)) return { ok: false, failure: diagnose(m) ?? 'digest' };
     }
     const bad = diagnose(m);

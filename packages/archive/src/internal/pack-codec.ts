@@ -9,14 +9,14 @@
  *
  * The writer, the repacker and every reader seal and open packs here only.
  */
-import { createHash } from 'node:crypto';
-import { formatDigest, parseDigest } from '@coffer/crypto';
 import type { ObjectStore } from '@coffer/objectstore';
 import { ArchiveError } from '../errors.ts';
 import { layout } from '../layout.ts';
 import { type ChunkKeys, chunkId, packKey } from './chunk-keys.ts';
 import type { PackLine } from './chunked-index.ts';
+import type { ChunkCheck } from './codec-core.ts';
 import type { FrameCodec } from './codec-pool.ts';
+import { formatPackDigest, type PackDigest, packDigestOf, parsePackDigest } from './pack-digest.ts';
 import { runBinding, runTag } from './run-binding.ts';
 import { getObject, putObject } from './store.ts';
 
@@ -95,6 +95,7 @@ export async function storePack(
     runTag: runTag(job, packId),
     salt: options.salt,
     out: options.out ?? null,
+    digestAlg: 'sha256',
   });
   await putObject(store, layout.pack(job, keys.keyId, packId), r.frame, {
     contentLength: r.frame.length,
@@ -107,13 +108,13 @@ export async function storePack(
     size: r.frame.length,
     plainSize: plain.length,
     compression: r.zstd ? 'zstd' : 'none',
-    sha384: formatDigest(r.digest),
+    sha256: formatPackDigest(r.digest),
     chunks,
   };
 }
 
 /**
- * Reads and opens a pack: its SHA-384 must equal the pack index's before it is decrypted (when a
+ * Reads and opens a pack: its SHA-256 must equal the pack index's before it is decrypted (when a
  * line is given), then its tag under its own key bound to its id. Returns the plaintext.
  * `line` null: a pack no index describes (a rebuild), checked by its tag and table alone.
  * `into` (a buffer of at least the pack's stored and plaintext sizes, shared memory when the codec
@@ -126,10 +127,11 @@ export async function openPack(
   job: string,
   keys: ChunkKeys,
   pack: string,
-  line: Pick<PackLine, 'size' | 'sha384' | 'plainSize'> | null,
+  line: Pick<PackLine, 'size' | 'sha256' | 'plainSize'> | null,
   maxBytes: number,
   into?: Uint8Array,
-): Promise<{ plain: Uint8Array; size: number; sha384: string | null }> {
+  check?: { chunks: readonly { id: string; offset: number; length: number }[]; run: string },
+): Promise<{ plain: Uint8Array; size: number; sha256: PackDigest | null }> {
   const object = layout.pack(job, keys.keyId, pack);
   const frame = await getObject(
     store,
@@ -143,7 +145,7 @@ export async function openPack(
   );
   if (frame === null) throw new ArchiveError('ERR_ARCHIVE_PACK_MISSING', { object });
   const size = frame.length;
-  const digest = line === null ? formatDigest(createHash('sha384').update(frame).digest()) : null;
+  const digest = line === null ? packDigestOf(frame) : null;
   const r = await codec.open({
     domain: 2,
     seq: 0,
@@ -152,12 +154,20 @@ export async function openPack(
     key: packKey(keys, pack),
     binding: runBinding(job, pack),
     runTag: runTag(job, pack),
-    digest: line === null ? null : parseDigest(line.sha384 as ReturnType<typeof formatDigest>),
+    digest: line === null ? null : parsePackDigest(line.sha256),
     plainLength: line?.plainSize ?? null,
     // Opened in place: each piece's plaintext lands where its ciphertext was read from, minus
     // the header (a compressed payload goes through the codec's scratch first).
     out: into !== undefined && line !== null ? into.subarray(0, line.plainSize) : null,
+    chunks: check === undefined ? null : chunkCheck(keys, check.chunks),
   });
+  if (!r.ok && r.failure === 'chunk') {
+    const c = check!.chunks[r.at ?? 0]!;
+    throw new ArchiveError('ERR_ARCHIVE_CHUNK_TAMPERED', {
+      object,
+      detail: `chunk ${c.id} of run ${check!.run}`,
+    });
+  }
   if (!r.ok) {
     throw new ArchiveError(
       r.failure === 'transplanted' ? 'ERR_ARCHIVE_SHARD_TRANSPLANTED' : 'ERR_ARCHIVE_SHARD_TAMPERED',
@@ -167,7 +177,21 @@ export async function openPack(
       },
     );
   }
-  return { plain: r.plain, size, sha384: digest };
+  return { plain: r.plain, size, sha256: digest };
+}
+
+/** The codec's form of a list of chunks to check against their ids as a pack is opened. */
+function chunkCheck(
+  keys: ChunkKeys,
+  chunks: readonly { id: string; offset: number; length: number }[],
+): ChunkCheck {
+  const ranges: number[] = [];
+  const ids = Buffer.allocUnsafe(chunks.length * 32);
+  chunks.forEach((c, i) => {
+    ranges.push(c.offset, c.length);
+    ids.write(c.id, i * 32, 32, 'hex');
+  });
+  return { key: keys.idKey, ranges, ids };
 }
 
 /**
@@ -183,7 +207,7 @@ export async function describePack(
   pack: string,
   maxBytes: number,
 ): Promise<PackLine> {
-  const { plain, size, sha384 } = await openPack(store, codec, job, keys, pack, null, maxBytes);
+  const { plain, size, sha256 } = await openPack(store, codec, job, keys, pack, null, maxBytes);
   const object = layout.pack(job, keys.keyId, pack);
   const chunks = readTable(plain);
   if (chunks === null)
@@ -198,7 +222,7 @@ export async function describePack(
     size,
     plainSize: plain.length,
     compression: plain.length === size - 48 ? 'none' : 'zstd',
-    sha384: sha384 as PackLine['sha384'],
+    sha256: sha256!,
     chunks,
   };
 }

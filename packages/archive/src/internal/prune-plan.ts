@@ -482,7 +482,7 @@ function planIndexes(plan: PruneKeyPlan, work: KeyWork, going: Set<string>): voi
 }
 
 function lineKey(l: PackLine): string {
-  return `${l.size}:${l.plainSize}:${l.compression}:${l.sha384}:${l.chunks.map((c) => c.id).join(',')}`;
+  return `${l.size}:${l.plainSize}:${l.compression}:${l.sha256}:${l.chunks.map((c) => c.id).join(',')}`;
 }
 
 function clampPackSize(n: number): number {

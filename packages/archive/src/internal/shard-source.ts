@@ -34,6 +34,7 @@ export const FAILURE_DETAIL: Record<OpenFailure, string> = {
   header: 'frame header invalid',
   tag: 'authentication tag does not verify',
   length: 'plaintext length differs',
+  chunk: "a chunk's bytes do not have its id",
 };
 
 /**

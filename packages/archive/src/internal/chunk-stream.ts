@@ -1,0 +1,325 @@
+/**
+ * The pipelined read of a 0.2 run's records (docs/archive-format.md §12.7 steps 8-9), shared by
+ * `readRecords` and the full verify.
+ *
+ * Why a pipeline rather than chunk by chunk on the calling thread: a chunk id is an HMAC of the
+ * chunk and a record's digest a SHA-384 of the record, so a read hashes every byte twice after
+ * the pack's own digest, decryption and decompression. Done on the calling thread, those hashes
+ * bounded a restore (the codec worker sat idle half the time) and every pack opened into a fresh
+ * buffer left the garbage collector a pack's worth of work. Here:
+ * - the records' chunk uses are planned first, in record order, into pack *visits*: consecutive
+ *   uses of a pack that stays among the PACK_WINDOW most recently used share one visit, so a pack
+ *   whose chunks interleave with a few others is opened once, and one that comes back much later
+ *   is opened again (memory stays bounded by the window, not by the run);
+ * - each visit opens its pack on a codec worker into a reused shared buffer, and that worker also
+ *   checks every chunk the visit uses against its signed id (ChunkCheck), a few visits ahead;
+ * - the records' SHA-384s run on the record-hash thread, one batched request per visit, reading
+ *   the same shared buffer in place;
+ * - a record is handed over only once its digest matched, as views of the visit buffers, which
+ *   return to the pool when the consumer releases the record (readRecords' contract).
+ * Failures surface in stream order: records before a bad chunk or pack are handed over first.
+ */
+import type { ObjectStore } from '@coffer/objectstore';
+import { ArchiveError } from '../errors.ts';
+import { layout } from '../layout.ts';
+import type { ChunkRef, IndexEntry, RecordRead } from '../types.ts';
+import { BufferPool } from './buffer-pool.ts';
+import type { ChunkKeys } from './chunk-keys.ts';
+import type { ChunkLocation, ChunkMap, PackLine } from './chunked-index.ts';
+import { type FrameCodec, inlineCodec } from './codec-pool.ts';
+import { openPack } from './pack-codec.ts';
+import { BEGIN, END, type HashDigest, recordHasher } from './record-hash.ts';
+
+/** Packs a plan keeps visiting before it opens one again (the live visits at any point). */
+const PACK_WINDOW = 4;
+/** Visits kept opened but not yet reached, beyond the codec's parallelism. */
+const EXTRA_AHEAD = 1;
+/** Hash requests in flight before the oldest one is waited for. */
+const HASH_QUEUE = 2;
+/** SHA-384 of nothing: the digest of an empty record, which has no chunk to hash. */
+const EMPTY_SHA384 =
+  'sha384:38b060a751ac96384cd9327eb1b1e36a21fdb71114be07434c0cc7bf63f6e1da274edebfe76f65fbd51ad2f14898b95b';
+
+export interface ChunkStreamContext {
+  store: ObjectStore;
+  codec: FrameCodec;
+  keys: ChunkKeys;
+  job: string;
+  runId: string;
+  map: ChunkMap;
+  /** Where a chunk is, describing undescribed packs when no index names it (undefined: missing). */
+  locate(ref: ChunkRef): Promise<ChunkLocation | undefined>;
+  /** Called once per pack the first time one of its visits opened (digest, tag and chunks checked). */
+  onPackOpened?: (pack: string, plainSize: number) => void;
+}
+
+interface Visit {
+  pack: string;
+  line: PackLine;
+  /** Chunk uses not consumed yet. */
+  uses: number;
+  /** Hash requests and handed-over records still reading the buffer. */
+  holds: number;
+  /** The chunks to check, by offset (a chunk used twice is checked once). */
+  checks: Map<number, { id: string; offset: number; length: number }>;
+  buf: Uint8Array | null;
+  plain: Promise<Uint8Array> | null;
+}
+
+type Use = { visit: Visit; offset: number; length: number } | { error: ArchiveError };
+
+interface Pending {
+  entry: IndexEntry;
+  key: number;
+  pieces: Uint8Array[];
+  visits: Set<Visit>;
+}
+
+/** Plans the chunk uses of `entries` into pack visits (see the module comment). */
+async function plan(
+  ctx: ChunkStreamContext,
+  entries: readonly IndexEntry[],
+): Promise<{ uses: Use[][]; visits: Visit[] }> {
+  const visits: Visit[] = [];
+  const recent = new Map<string, Visit>();
+  const run = `${ctx.job}/${ctx.runId}`;
+  const uses = [];
+  for (const entry of entries) {
+    const list: Use[] = [];
+    for (const ref of entry.chunks!) {
+      const loc = ctx.map.chunks.get(ref.id) ?? (await ctx.locate(ref));
+      if (loc === undefined) {
+        list.push({
+          error: new ArchiveError('ERR_ARCHIVE_CHUNK_MISSING', {
+            object: layout.packIndexPrefix(ctx.job, ctx.keys.keyId),
+            detail: `chunk ${ref.id} of run ${run}`,
+          }),
+        });
+        continue;
+      }
+      const line = ctx.map.packs.get(loc.pack);
+      if (line === undefined || loc.length !== ref.length) {
+        list.push({
+          error: new ArchiveError(
+            line === undefined ? 'ERR_ARCHIVE_PACK_MISSING' : 'ERR_ARCHIVE_CHUNK_TAMPERED',
+            {
+              object: layout.pack(ctx.job, ctx.keys.keyId, loc.pack),
+              detail: line === undefined ? 'no pack index describes it' : `chunk ${ref.id}: length differs`,
+            },
+          ),
+        });
+        continue;
+      }
+      let visit = recent.get(loc.pack);
+      if (visit === undefined) {
+        visit = { pack: loc.pack, line, uses: 0, holds: 0, checks: new Map(), buf: null, plain: null };
+        visits.push(visit);
+        if (recent.size >= PACK_WINDOW) recent.delete(recent.keys().next().value!);
+      } else recent.delete(loc.pack);
+      recent.set(loc.pack, visit);
+      visit.uses++;
+      if (!visit.checks.has(loc.offset))
+        visit.checks.set(loc.offset, { id: ref.id, offset: loc.offset, length: loc.length });
+      else if (visit.checks.get(loc.offset)!.id !== ref.id) {
+        // Two signed ids for the same bytes: one of them is not what the pack holds.
+        list.push({
+          error: new ArchiveError('ERR_ARCHIVE_CHUNK_TAMPERED', {
+            object: layout.pack(ctx.job, ctx.keys.keyId, loc.pack),
+            detail: `chunk ${ref.id} of run ${run}`,
+          }),
+        });
+        visit.uses--;
+        continue;
+      }
+      list.push({ visit, offset: loc.offset, length: loc.length });
+    }
+    uses.push(list);
+  }
+  return { uses, visits };
+}
+
+/**
+ * Reads `entries` (records of the run, in index order) and yields each once its chunks and its
+ * SHA-384 verified. `keep` false (a verify): the pieces are dropped at once and never handed out.
+ */
+export async function* streamRecords(
+  ctx: ChunkStreamContext,
+  entries: readonly IndexEntry[],
+  keep: boolean,
+): AsyncGenerator<RecordRead> {
+  const { uses, visits } = await plan(ctx, entries);
+  let size = 1;
+  for (const v of visits) size = Math.max(size, v.line.size, v.line.plainSize);
+  // Shared whenever a worker opens or hashes: a plain buffer would be copied there and back. The
+  // pool never makes the reader wait (its bound is the plan's window plus what the consumer
+  // holds), so a consumer holding records cannot deadlock it; released buffers are reused.
+  const shared = ctx.codec !== inlineCodec;
+  const pool = new BufferPool({ size, count: Number.MAX_SAFE_INTEGER, shared });
+  const hasher = recordHasher(shared);
+  const opened = new Set<string>();
+  const ahead = ctx.codec.parallel + EXTRA_AHEAD;
+  let started = 0;
+  const start = (v: Visit) => {
+    const buf = pool.tryAcquire()!;
+    v.buf = buf;
+    const checks = [...v.checks.values()];
+    v.plain = openPack(ctx.store, ctx.codec, ctx.job, ctx.keys, v.pack, v.line, v.line.size, buf, {
+      chunks: checks,
+      run: `${ctx.job}/${ctx.runId}`,
+    }).then((r) => {
+      if (!opened.has(v.pack)) {
+        opened.add(v.pack);
+        ctx.onPackOpened?.(v.pack, v.line.plainSize);
+      }
+      return r.plain;
+    });
+    v.plain.catch(() => undefined);
+  };
+  const startUpTo = (i: number) => {
+    for (; started < visits.length && started <= i + ahead; started++) start(visits[started]!);
+  };
+  const drop = (v: Visit) => {
+    if (v.uses === 0 && v.holds === 0 && v.buf !== null) {
+      const b = v.buf;
+      v.buf = null;
+      pool.release(b);
+    }
+  };
+  const visitIndex = new Map<Visit, number>(visits.map((v, i) => [v, i]));
+
+  // The batch being gathered (chunk uses of one visit in a row) and the hash requests in flight.
+  let batch: { visit: Visit; plain: Uint8Array; ops: number[]; ends: Pending[] } | null = null;
+  const hashing: { done: Promise<HashDigest[]>; ends: Pending[] }[] = [];
+  const openKeys = new Set<number>();
+  const flush = () => {
+    if (batch === null) return;
+    const { visit, plain, ops, ends } = batch;
+    batch = null;
+    if (ops.length === 0) {
+      hashing.push({ done: Promise.resolve([]), ends });
+      return;
+    }
+    visit.holds++;
+    const done = hasher.run(plain, ops);
+    done
+      .then(
+        () => undefined,
+        () => undefined,
+      )
+      .finally(() => {
+        visit.holds--;
+        drop(visit);
+      });
+    hashing.push({ done, ends });
+  };
+  const tampered = (p: Pending) =>
+    new ArchiveError('ERR_ARCHIVE_RECORD_TAMPERED', {
+      object: layout.index(ctx.job, ctx.runId),
+      detail: `record ${p.entry.seq}`,
+    });
+  const handOver = (p: Pending): RecordRead => {
+    if (!keep) {
+      for (const v of p.visits) {
+        v.holds--;
+        drop(v);
+      }
+      return { entry: p.entry, pieces: [], release() {} };
+    }
+    let released = false;
+    return {
+      entry: p.entry,
+      pieces: p.pieces,
+      release() {
+        if (released) return;
+        released = true;
+        for (const v of p.visits) {
+          v.holds--;
+          drop(v);
+        }
+      },
+    };
+  };
+  /** Waits for the oldest hash request and returns its records, each checked. */
+  const settle = async (): Promise<Pending[]> => {
+    const h = hashing.shift()!;
+    const replies = await h.done;
+    const digests = new Map<number, Uint8Array>();
+    for (const r of replies) digests.set(r.key, r.digest);
+    for (const p of h.ends) {
+      const want = p.entry.sha384;
+      if (p.key === 0) {
+        if (want !== EMPTY_SHA384) throw tampered(p);
+        continue;
+      }
+      openKeys.delete(p.key);
+      const got = digests.get(p.key);
+      if (got === undefined || `sha384:${Buffer.from(got).toString('hex')}` !== want) throw tampered(p);
+    }
+    return h.ends;
+  };
+  try {
+    for (let r = 0; r < entries.length; r++) {
+      const entry = entries[r]!;
+      const list = uses[r]!;
+      const p: Pending = {
+        entry,
+        key: list.length === 0 ? 0 : hasher.newKey(),
+        pieces: [],
+        visits: new Set(),
+      };
+      if (p.key !== 0) openKeys.add(p.key);
+      for (let u = 0; u < list.length; u++) {
+        const use = list[u]!;
+        let plain: Uint8Array;
+        try {
+          if ('error' in use) throw use.error;
+          startUpTo(visitIndex.get(use.visit)!);
+          plain = await use.visit.plain!;
+        } catch (e) {
+          // Earlier records' verdicts come first.
+          flush();
+          while (hashing.length > 0) for (const q of await settle()) yield handOver(q);
+          throw e;
+        }
+        const v = use.visit;
+        if (batch !== null && batch.visit !== v) flush();
+        batch ??= { visit: v, plain, ops: [], ends: [] };
+        const flags = (u === 0 ? BEGIN : 0) | (u === list.length - 1 ? END : 0);
+        batch.ops.push(p.key, use.offset, use.offset + use.length, flags);
+        if (keep) p.pieces.push(plain.subarray(use.offset, use.offset + use.length));
+        if (!p.visits.has(v)) {
+          p.visits.add(v);
+          v.holds++;
+        }
+        v.uses--;
+      }
+      // The record is complete once the request carrying its last range settles (an empty record
+      // goes with whatever request is last, so records still come out in order).
+      if (batch !== null) batch.ends.push(p);
+      else if (hashing.length > 0) hashing.at(-1)!.ends.push(p);
+      else {
+        if (entry.sha384 !== EMPTY_SHA384) throw tampered(p);
+        yield handOver(p);
+        continue;
+      }
+      while (hashing.length > HASH_QUEUE) for (const q of await settle()) yield handOver(q);
+    }
+    flush();
+    while (hashing.length > 0) for (const q of await settle()) yield handOver(q);
+  } finally {
+    hasher.forget([...openKeys]);
+    // Records never handed over give their holds back; buffers go back once nothing reads them
+    // (a hash request still running releases its own when it settles).
+    const left = batch as { ends: Pending[] } | null;
+    const pendings = left === null ? [] : [...left.ends];
+    for (const h of hashing) pendings.push(...h.ends);
+    for (const p of pendings) for (const v of p.visits) v.holds--;
+    for (let i = 0; i < started; i++) {
+      const v = visits[i]!;
+      await v.plain!.catch(() => undefined);
+      v.uses = 0;
+      drop(v);
+    }
+    pool.dispose();
+  }
+}

@@ -1,0 +1,152 @@
+// The pipelined 0.2 record stream (src/internal/chunk-stream.ts) behind readRecords and the full
+// verify: records whose chunks jump between many packs (more than the four a plan keeps visiting),
+// a consumer that holds every record unreleased, stream order when a pack is gone, and packs
+// counted once however often a plan revisits them. With the codec on a worker (shared buffers,
+// chunk ids checked there, digests on the record-hash thread) and on the calling thread.
+import { readdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import t from 'tap';
+import { unwrapChunkKey } from '../src/chunked-reader.ts';
+import {
+  type ChunkedManifestDocument,
+  createChunkedWriter,
+  type IndexEntry,
+  loadChunkedBase,
+  openRun,
+  type RecordInput,
+  verifyRun,
+} from '../src/index.ts';
+import { loadChunkMap } from '../src/internal/chunked-index.ts';
+import { chunkedOptions, fsStore, keys, pseudoRandom } from './helpers.ts';
+
+const KIB = 1024;
+
+/** Run 1: ten distinct records; run 2: each record is five of run 1's concatenated, shuffled. */
+async function twoRuns(t: { teardown(fn: () => void): void }) {
+  const { store, root } = fsStore(t);
+  const k = keys();
+  const parts = Array.from({ length: 10 }, (_, i) => pseudoRandom(150 * KIB + i * 777, 40 + i));
+  const w1 = await createChunkedWriter(chunkedOptions(store, k));
+  for (let i = 0; i < parts.length; i++) await w1.addRecord({ name: `part-${i}`, body: parts[i]! });
+  await w1.finish();
+  const base = await loadChunkedBase(store, {
+    job: 'job-a',
+    runId: 'run-0001',
+    secretKey: k.operational.secretKey,
+    signerPublicKey: k.signer.publicKey,
+  });
+  const bodies = new Map<string, Uint8Array>();
+  const records: RecordInput[] = [];
+  for (let r = 0; r < 6; r++) {
+    const picks = [0, 1, 2, 3, 4].map((j) => (r * 7 + j * 3) % parts.length);
+    const body = Buffer.concat(picks.map((p) => parts[p]!));
+    bodies.set(`mix-${r}`, body);
+    records.push({ name: `mix-${r}`, body });
+  }
+  bodies.set('empty', new Uint8Array(0));
+  records.splice(2, 0, { name: 'empty', body: new Uint8Array(0) });
+  const w2 = await createChunkedWriter({
+    ...chunkedOptions(store, k),
+    runId: 'run-0002',
+    prevRunId: 'run-0001',
+    base,
+  });
+  for (const r of records) await w2.addRecord(r);
+  const second = await w2.finish();
+  return { store, root, k, bodies, second };
+}
+
+for (const workers of [1, 0]) {
+  t.test(
+    `workers ${workers}: records jumping between packs read whole and in order, held unreleased`,
+    async (t) => {
+      const { store, k, bodies, second } = await twoRuns(t);
+      t.ok(second.newChunks < second.chunks / 2, 'run 2 mostly references run 1');
+      const run = await openRun(store, {
+        job: 'job-a',
+        runId: 'run-0002',
+        secretKey: k.breakGlass.secretKey,
+        workers,
+      });
+      const entries: IndexEntry[] = [];
+      for await (const e of run.records()) entries.push(e);
+      const doc = run.manifest.document as ChunkedManifestDocument;
+      t.ok(doc.totals.packs > 4, `more packs (${doc.totals.packs}) than a plan keeps visiting`);
+      // Held: nothing is released until every record came out, so no buffer may be reused under them.
+      const held = [];
+      for await (const r of run.readRecords(entries)) held.push(r);
+      t.same(
+        held.map((r) => r.entry.name),
+        entries.map((e) => e.name),
+        'every record, in index order',
+      );
+      for (const r of held) {
+        const body = Buffer.concat(r.pieces);
+        t.equal(
+          Buffer.compare(body, Buffer.from(bodies.get(r.entry.name)!)),
+          0,
+          `${r.entry.name}: its bytes`,
+        );
+        r.release();
+        r.release();
+      }
+      const v = await verifyRun(store, {
+        job: 'job-a',
+        runId: 'run-0002',
+        secretKey: k.operational.secretKey,
+        workers,
+      });
+      t.ok(v.ok, 'the full verify passes');
+      t.equal(v.checks.records, entries.length);
+      t.equal(
+        v.checks.shards,
+        doc.totals.packs,
+        'each referenced pack counted once, however often it was revisited',
+      );
+    },
+  );
+}
+
+t.test(
+  'a pack gone: the records before its first use come out first, then PACK_MISSING names it',
+  async (t) => {
+    const { store, root, k } = await twoRuns(t);
+    const run = await openRun(store, {
+      job: 'job-a',
+      runId: 'run-0002',
+      secretKey: k.operational.secretKey,
+      workers: 1,
+    });
+    const doc = run.manifest.document as ChunkedManifestDocument;
+    const entries: IndexEntry[] = [];
+    for await (const e of run.records()) entries.push(e);
+    const chunkKeys = await unwrapChunkKey(doc, 'manifest', k.operational.secretKey);
+    const map = await loadChunkMap(store, 'job-a', chunkKeys);
+    // The pack of the third record's last chunk; the records before its first use must come out.
+    const victim = map.chunks.get(entries.at(-2)!.chunks!.at(-1)!.id)!.pack;
+    const firstUse = entries.findIndex((e) => e.chunks!.some((c) => map.chunks.get(c.id)!.pack === victim));
+    const file = readdirSync(join(root, 'jobs/job-a/packs'), { recursive: true, withFileTypes: true }).find(
+      (e) => e.isFile() && e.name === `${victim}.bin`,
+    )!;
+    rmSync(join(file.parentPath, file.name));
+    const got: string[] = [];
+    const error = await (async () => {
+      try {
+        for await (const r of run.readRecords(entries)) {
+          got.push(r.entry.name);
+          r.release();
+        }
+      } catch (e) {
+        return e as { code?: string; object?: string };
+      }
+      return null;
+    })();
+    t.equal(error?.code, 'ERR_ARCHIVE_PACK_MISSING');
+    t.match(error?.object, victim);
+    t.same(
+      got,
+      entries.slice(0, firstUse).map((e) => e.name),
+      `the ${firstUse} records before the pack's first use, in order`,
+    );
+  },
+);
