@@ -32,10 +32,10 @@ import { BEGIN, END, type HashDigest, recordHasher } from './record-hash.ts';
 
 /** Packs a plan keeps visiting before it opens one again (the live visits at any point). */
 const PACK_WINDOW = 4;
-/** Visits kept opened but not yet reached, beyond the codec's parallelism. */
-const EXTRA_AHEAD = 1;
+/** Visits kept opened but not yet reached, beyond the codec's parallelism (measured: more only costs memory). */
+const EXTRA_AHEAD = 0;
 /** Hash requests in flight before the oldest one is waited for. */
-const HASH_QUEUE = 2;
+const HASH_QUEUE = 1;
 /** SHA-384 of nothing: the digest of an empty record, which has no chunk to hash. */
 const EMPTY_SHA384 =
   'sha384:38b060a751ac96384cd9327eb1b1e36a21fdb71114be07434c0cc7bf63f6e1da274edebfe76f65fbd51ad2f14898b95b';
@@ -152,7 +152,8 @@ export async function* streamRecords(
   for (const v of visits) size = Math.max(size, v.line.size, v.line.plainSize);
   // Shared whenever a worker opens or hashes: a plain buffer would be copied there and back. The
   // pool never makes the reader wait (its bound is the plan's window plus what the consumer
-  // holds), so a consumer holding records cannot deadlock it; released buffers are reused.
+  // holds), so a consumer holding records cannot deadlock it; released buffers are reused. (Sizing
+  // each buffer for its own pack instead was tried: reuse got worse and peak memory rose.)
   const shared = ctx.codec !== inlineCodec;
   const pool = new BufferPool({ size, count: Number.MAX_SAFE_INTEGER, shared });
   const hasher = recordHasher(shared);
