@@ -16,7 +16,14 @@ import {
   type RecordInput,
   verifyRun,
 } from '../src/index.ts';
-import { loadChunkMap } from '../src/internal/chunked-index.ts';
+import {
+  loadChunkMap,
+  openPackIndex,
+  PACK_LINE_MAX_BYTES,
+  type PackLine,
+  sealPackIndex,
+} from '../src/internal/chunked-index.ts';
+import { sessionSalt } from '../src/internal/run-binding.ts';
 import { chunkedOptions, fsStore, keys, pseudoRandom } from './helpers.ts';
 
 const KIB = 1024;
@@ -148,5 +155,28 @@ t.test(
       entries.slice(0, firstUse).map((e) => e.name),
       `the ${firstUse} records before the pack's first use, in order`,
     );
+  },
+);
+
+t.test(
+  'a pack-index line claiming a pack over 256 MiB is malformed: never sized for, never trusted',
+  async (t) => {
+    const { store, k } = await twoRuns(t);
+    const run = await openRun(store, { job: 'job-a', runId: 'run-0001', secretKey: k.operational.secretKey });
+    const doc = run.manifest.document as ChunkedManifestDocument;
+    const chunkKeys = await unwrapChunkKey(doc, 'manifest', k.operational.secretKey);
+    const map = await loadChunkMap(store, 'job-a', chunkKeys);
+    const line = [...map.packs.values()][0]!;
+    const id = '0123456789abcdef0123456789abcdef';
+    const open = (edit: Partial<PackLine>) =>
+      openPackIndex(
+        sealPackIndex('job-a', chunkKeys, id, [{ ...line, ...edit }], sessionSalt()).bytes,
+        'job-a',
+        chunkKeys,
+        id,
+      );
+    t.equal(open({})?.length, 1, 'the line as written opens');
+    t.equal(open({ plainSize: PACK_LINE_MAX_BYTES + 1 }), null, 'a plaintext size over the bound');
+    t.equal(open({ size: 4 * 1024 ** 3 }), null, 'a stored size of 4 GiB');
   },
 );

@@ -15,6 +15,14 @@ import { getObject, listObjects } from './store.ts';
 export const PACK_INDEX_FORMAT = 'coffer-pack-index';
 /** The most bytes a reader accepts for one pack index object (about 1.3 million chunk entries). */
 export const PACK_INDEX_MAX_BYTES = 64 * 1024 * 1024;
+/**
+ * The most stored or plaintext bytes a pack-index line may claim for its pack. The largest pack a
+ * writer makes is packSize (at most 64 MiB) plus one chunk (at most 64 MiB) plus its chunk table
+ * (36 bytes per chunk of at least 64 bytes: under 72 MiB), so 256 MiB is never reached by a real
+ * pack. Readers size pack buffers from these lines, so a line claiming more is malformed rather
+ * than a reason to allocate it.
+ */
+export const PACK_LINE_MAX_BYTES = 256 * 1024 * 1024;
 
 /** One pack as a pack index describes it. */
 export interface PackLine {
@@ -230,6 +238,7 @@ export function sealPackIndex(
 function parsePackLine(v: unknown): PackLine | null {
   if (!isObject(v) || typeof v.pack !== 'string' || !isObjectId(v.pack)) return null;
   if (!isCount(v.size) || !isCount(v.plainSize) || !isPackDigest(v.sha256)) return null;
+  if (v.size > PACK_LINE_MAX_BYTES || v.plainSize > PACK_LINE_MAX_BYTES) return null;
   if (v.compression !== 'none' && v.compression !== 'zstd') return null;
   if (!Array.isArray(v.chunks)) return null;
   const chunks: PackLine['chunks'] = [];
