@@ -13,14 +13,12 @@
  * Every failure has its own code naming the object. Secrets never appear in messages.
  */
 
+export { type ChunkedBase, type LoadChunkedBaseOptions, loadChunkedBase } from './chunked-base.ts';
 export {
-  type ChunkedBase,
   type ChunkedRunSummary,
   type ChunkedWriter,
   type ChunkedWriterOptions,
   createChunkedWriter,
-  type LoadChunkedBaseOptions,
-  loadChunkedBase,
   type PackEvent,
   resumeChunkedWriter,
 } from './chunked-writer.ts';
