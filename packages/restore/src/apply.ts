@@ -231,11 +231,15 @@ export async function applyRestore(options: ApplyOptions): Promise<ApplyReceipt>
     ctx.resolved.config.type === 'redis' || ctx.resolved.config.type === 'files'
       ? { ...ctx.resolved.config, replace: !skipMode }
       : ctx.resolved.config;
-  if (options.resuming === true && config.type === 'files')
+  if (options.resuming === true && config.type === 'files') {
+    const since = options.firstStartedAt === undefined ? Number.NaN : Date.parse(options.firstStartedAt);
     await removeCutWrites(
       config.root,
-      records.map((r) => r.name),
+      records.filter((r) => !completed.has(r.name)).map((r) => r.name),
+      // A second of slack: the row's time and the file system's may round differently.
+      Number.isNaN(since) ? {} : { since: since - 1000 },
     ).catch(() => undefined);
+  }
   const stager = new FileStager(options.stagingDir ?? tmpdir());
   let connector: SourceConnector | null = null;
   const skipped = (name: string, reason: string) => {

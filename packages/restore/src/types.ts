@@ -241,6 +241,13 @@ export interface ApplyOptions extends PlanOptions {
   onRecord?: (outcome: RecordOutcome) => void | Promise<void>;
   /** Names an earlier attempt of the same plan already wrote: not written again. */
   completed?: Iterable<string>;
+  /**
+   * With `resuming`: when the interrupted apply's first attempt started (ISO 8601). A files
+   * target's records still to write that an attempt since then cut while writing them straight to
+   * their names (mode 000, changed since then) are removed before the writes, so `onExisting:
+   * skip` does not take a cut file for an existing one. Without it only cut temporary files go.
+   */
+  firstStartedAt?: string;
   /** Records per progress batch (default 160 with `onExisting: skip`, else 200). */
   batchSize?: number;
   /** Directory for staging records before their write (default the OS temporary directory). */

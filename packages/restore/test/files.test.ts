@@ -334,6 +334,41 @@ t.test('cancel stops further writes and leaves written records in place', async 
   t.same(listTree(out), Object.keys(files).sort());
 });
 
+t.test('a resumed skip apply rewrites a record it cut mid-write (mode 000), nothing else', async (t) => {
+  // A record written straight to its name has mode 000 until its bytes are in; a crash leaves it
+  // so. Without the clean-up, `onExisting: skip` would take the cut file for an existing one.
+  const setUp = () => {
+    const out = outDir();
+    mkdirSync(join(out, 'logs'), { recursive: true });
+    writeFileSync(join(out, 'a.txt'), 'cu', { mode: 0o000 }); // cut while written
+    writeFileSync(join(out, 'logs/x.log'), 'mine'); // the operator's own
+    writeFileSync(join(out, 'empty'), 'done earlier', { mode: 0o000 }); // recorded as written
+    return out;
+  };
+  const resume = (out: string, firstStartedAt: string) =>
+    applyRestore(
+      opts(
+        { target: { namespaceId: out }, onExisting: 'skip', confirm: true },
+        { resuming: true, firstStartedAt, completed: ['empty'] },
+      ),
+    );
+  const out = setUp();
+  const r = await resume(out, new Date(Date.now() - 60_000).toISOString());
+  t.equal(r.status, 'succeeded');
+  t.ok(readFileSync(join(out, 'a.txt')).equals(files['a.txt']!), 'the cut record is written again');
+  t.equal(statSync(join(out, 'a.txt')).mode & 0o777, 0o640, 'with its own mode');
+  t.equal(readFileSync(join(out, 'logs/x.log'), 'utf8'), 'mine', 'the existing file stays');
+  t.same(r.skipped, [{ name: 'logs/x.log', reason: 'exists in the target (onExisting: skip)' }]);
+  t.equal(readFileSync(join(out, 'empty'), 'utf8'), 'done earlier', 'a completed record is not looked at');
+  t.equal(r.written, 4);
+
+  // A mode-000 file that was there before the apply began is the operator's: kept.
+  const older = setUp();
+  const kept = await resume(older, new Date(Date.now() + 60_000).toISOString());
+  t.equal(readFileSync(join(older, 'a.txt'), 'utf8'), 'cu', 'older than the apply: kept');
+  t.match(kept.skipped, [{ name: 'a.txt' }, { name: 'logs/x.log' }]);
+});
+
 t.test('apply refuses a plan other than the reviewed one', async (t) => {
   const out = outDir();
   const bogus = `sha384:${'0'.repeat(96)}`;

@@ -19,6 +19,17 @@
  * nothing under the name and no temporary file: a record is never seen half-written or unverified.
  * Files are not fsync'ed one by one (neither does `restic restore`); the caller syncs when it needs to.
  *
+ * A body already in memory (the caller verified it before the call) to a name where nothing is
+ * takes a shorter path: the file is created at its final name itself with O_EXCL | O_NOFOLLOW and
+ * mode 000, checked in place the same way, written, given its mtime and, last, its permission
+ * bits. That is one directory operation instead of three (create, link or rename, unlink of the
+ * temporary name), and in a restore of 20,000 small files those operations, not the bytes, were
+ * most of the kernel's time (measured: link and unlink 5.9 s of 11.4 s of writing). O_EXCL
+ * refuses anything at the name as link(2) did; then `replace: false` is TARGET_EXISTS and
+ * `replace: true` goes the temporary-file way. The cost: until its mode is set a file being
+ * written is visible under its name with mode 000 (nobody but root can read it), and a crash
+ * leaves it so. `removeCutWrites` with `since` removes such a file of a record still to write.
+ *
  * Temporary names are `.<first 200 characters of the base name>.coffer-<12 hex>.tmp` beside the
  * target; `removeCutWrites` is the only other code that knows this naming.
  *
@@ -86,6 +97,8 @@ const POOLED_WRITES = 256;
 /** Directories remembered as checked, at most (the set is emptied when it would grow past it). */
 const CACHE_MAX = 65_536;
 
+/** The mode of a file created at its final name until its bytes are in (see `#writeDirect`). */
+const CUT_MODE = 0o000;
 /** Characters of the base name kept in a temporary name (the rest of the name is in the record). */
 const TMP_BASE_MAX = 200;
 /** A temporary name of `write` (`.<base>.coffer-<hex>.tmp`). */
@@ -133,9 +146,9 @@ function fdPath(fd: number): string | null {
   }
 }
 
-function openAsync(path: string): Promise<number> {
+function openAsync(path: string, mode: number): Promise<number> {
   return new Promise((resolve, reject) => {
-    openCallback(path, CREATE_FLAGS, 0o600, (err, fd) => (err ? reject(err) : resolve(fd)));
+    openCallback(path, CREATE_FLAGS, mode, (err, fd) => (err ? reject(err) : resolve(fd)));
   });
 }
 
@@ -354,6 +367,12 @@ export class FilesWriter {
     try {
       const { problem } = this.#parents(realRoot, name, true, procFd !== false);
       if (problem !== null) throw this.#unsafeParent(name, problem);
+      if (inMemory) {
+        // A fresh name takes the direct path: one create instead of create, link and unlink.
+        const direct = await this.#writeDirect(realRoot, name, abs, body, mode, mtimeMs);
+        if (direct === 'written') return { written: true };
+        if (!replace) throw this.#exists(name);
+      }
       tmp = join(
         realRoot,
         name.slice(0, slash + 1),
@@ -362,14 +381,7 @@ export class FilesWriter {
       // Create and rename synchronously while creates are quick; through the thread pool for a
       // while once one was slow (see the module comment).
       const pooled = this.#pooled > 0;
-      if (pooled) {
-        this.#pooled--;
-        fd = await openAsync(tmp);
-      } else {
-        const t0 = performance.now();
-        fd = openSync(tmp, CREATE_FLAGS, 0o600);
-        if (performance.now() - t0 > SLOW_CREATE_MS) this.#pooled = POOLED_WRITES;
-      }
+      fd = await this.#create(tmp, 0o600);
       this.#placed(fd, tmp, realRoot, name);
       if (inMemory && body.byteLength <= SYNC_MAX) writeAllSync(fd, body);
       else if (inMemory) await writeAllAsync(fd, body);
@@ -420,6 +432,68 @@ export class FilesWriter {
         } catch {}
       }
     }
+  }
+
+  /**
+   * Writes an in-memory body straight to its final name, created with O_EXCL | O_NOFOLLOW and mode
+   * 000: 'exists' when anything is at the name (the caller refuses or replaces through a temporary
+   * file). While the bytes go in the file has no permission bits, and they are set last (after
+   * the mtime), so a file with mode 000 is one still being written or cut by a crash:
+   * `removeCutWrites` with `since` removes such a file of a record not yet written. Any failure
+   * after the create removes the file again: nothing is left under the name.
+   */
+  async #writeDirect(
+    realRoot: string,
+    name: string,
+    abs: string,
+    body: Uint8Array,
+    mode: number,
+    mtimeMs: number | undefined,
+  ): Promise<'written' | 'exists'> {
+    let fd: number;
+    try {
+      fd = await this.#create(abs, CUT_MODE);
+    } catch (err) {
+      if (errnoOf(err) === 'EEXIST') return 'exists';
+      throw err;
+    }
+    const discard = () => {
+      try {
+        unlinkSync(abs);
+      } catch {}
+    };
+    try {
+      this.#placed(fd, abs, realRoot, name);
+      if (body.byteLength <= SYNC_MAX) writeAllSync(fd, body);
+      else await writeAllAsync(fd, body);
+      if (mtimeMs !== undefined) futimesSync(fd, Date.now() / 1000, mtimeMs / 1000);
+      fchmodSync(fd, mode);
+    } catch (err) {
+      try {
+        closeSync(fd);
+      } catch {}
+      discard();
+      throw err;
+    }
+    try {
+      closeSync(fd);
+    } catch (err) {
+      discard();
+      throw err;
+    }
+    return 'written';
+  }
+
+  /** Creates `path` (CREATE_FLAGS): synchronously while creates are quick, else through the pool. */
+  async #create(path: string, mode: number): Promise<number> {
+    if (this.#pooled > 0) {
+      this.#pooled--;
+      return openAsync(path, mode);
+    }
+    const t0 = performance.now();
+    const fd = openSync(path, CREATE_FLAGS, mode);
+    if (performance.now() - t0 > SLOW_CREATE_MS) this.#pooled = POOLED_WRITES;
+    return fd;
   }
 
   /** link(2) the temporary file to `abs` (refusing an existing name), for `replace: false`. */
@@ -484,19 +558,62 @@ export class FilesWriter {
   }
 }
 
+export interface RemoveCutWritesOptions {
+  /**
+   * When the interrupted writes began (ms since the epoch). Given, a regular file at the name of
+   * one of the records with mode 000 whose inode changed since then is one cut while written
+   * straight to its name (see `FilesWriter`), and is removed too. Pass only records not written
+   * yet: a record whose own mode is 000 and that was written since then would be removed as well.
+   */
+  since?: number;
+}
+
 /**
  * Resuming writes into `root` after a crash: removes the temporary files `write` left for the
  * records `names` (only a regular file named as `write` names the temporary of one of these
- * records, in that record's directory; never anything else). Errors are ignored (best effort).
+ * records, in that record's directory; never anything else) and, with `since`, the records' own
+ * names where a direct write was cut (mode 000, changed since `since`). Errors are ignored (best
+ * effort).
  */
-export async function removeCutWrites(root: string, names: readonly string[]): Promise<void> {
+export async function removeCutWrites(
+  root: string,
+  names: readonly string[],
+  options: RemoveCutWritesOptions = {},
+): Promise<void> {
+  const { since } = options;
   const byDir = new Map<string, Set<string>>();
+  /** With `since`: the base names of the records, by directory, to look at for a cut direct write. */
+  const direct = new Map<string, string[]>();
   for (const n of names) {
     const slash = n.lastIndexOf('/');
     const dir = slash < 0 ? '' : n.slice(0, slash);
     const set = byDir.get(dir) ?? new Set<string>();
     byDir.set(dir, set);
     set.add(n.slice(slash + 1).slice(0, TMP_BASE_MAX));
+    if (since !== undefined && fileNameProblem(n) === null) {
+      const list = direct.get(dir) ?? [];
+      direct.set(dir, list);
+      list.push(n.slice(slash + 1));
+    }
+  }
+  if (direct.size > 0) {
+    let realRoot: string;
+    try {
+      realRoot = realpathSync(root);
+    } catch {
+      realRoot = '';
+    }
+    for (const [dir, bases] of realRoot === '' ? [] : direct) {
+      try {
+        // Only inside the root: a directory reached through a link is left alone.
+        if (realpathSync(join(realRoot, dir)) !== join(realRoot, dir)) continue;
+        for (const base of bases) {
+          const path = join(realRoot, dir, base);
+          const st = lstatSync(path, { throwIfNoEntry: false });
+          if (st?.isFile() && (st.mode & 0o7777) === CUT_MODE && st.ctimeMs >= since!) unlinkSync(path);
+        }
+      } catch {}
+    }
   }
   for (const [dir, bases] of byDir) {
     let entries: Dirent[];

@@ -31,6 +31,7 @@ export {
   fileNameProblem,
   fileNameProblemText,
   type ParentProblem,
+  type RemoveCutWritesOptions,
   removeCutWrites,
   type TargetEntry,
 } from './files-writer.ts';

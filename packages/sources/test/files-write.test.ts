@@ -247,6 +247,54 @@ t.test('removeCutWrites removes only the temporary files of the named records', 
   );
 });
 
+t.test('a body in memory to a free name is created there: mode 000 until its bytes are in', async (t) => {
+  const root = tempDir(t);
+  const outside = tempDir(t);
+  const w = new FilesWriter('files:test');
+  const body = big();
+  // The create happens before the write's first await; the bytes (over SYNC_MAX) go through the pool.
+  const writing = w.write(root, 'f.bin', body, { mode: 0o640, mtimeMs: 1_700_000_000_000 });
+  t.same(tree(root), ['f.bin'], 'no temporary name: the file is created at its own name');
+  t.equal(lstatSync(join(root, 'f.bin')).mode & 0o7777, 0, 'no permission bits while it is written');
+  t.same(await writing, { written: true });
+  const st = statSync(join(root, 'f.bin'));
+  t.equal(st.mode & 0o7777, 0o640, 'its own mode, set last');
+  t.equal(st.mtimeMs, 1_700_000_000_000);
+  t.equal(st.nlink, 1);
+  t.ok(readFileSync(join(root, 'f.bin')).equals(body));
+  // An existing name is refused without a byte written (replace: false) or replaced through a
+  // temporary file (replace: true), as before.
+  writeFileSync(join(outside, 'victim'), 'outside');
+  symlinkSync(join(outside, 'victim'), join(root, 'link'));
+  await t.rejects(w.write(root, 'link', small(), {}, { replace: false }), {
+    code: 'ERR_SOURCE_TARGET_EXISTS',
+  });
+  t.same(await w.write(root, 'link', small()), { written: true });
+  t.ok(lstatSync(join(root, 'link')).isFile(), 'the link is replaced by the file');
+  t.equal(readFileSync(join(outside, 'victim'), 'utf8'), 'outside', 'never written through');
+  t.same(tree(root), ['f.bin', 'link']);
+});
+
+t.test('removeCutWrites with since removes the named records cut mid-write, nothing else', async (t) => {
+  const root = tempDir(t);
+  const outside = tempDir(t);
+  mkdirSync(join(root, 'a'));
+  symlinkSync(outside, join(root, 'via'));
+  writeFileSync(join(root, 'cut.bin'), 'par', { mode: 0o000 });
+  writeFileSync(join(root, 'a/cut.bin'), 'par', { mode: 0o000 });
+  writeFileSync(join(root, 'not-planned'), 'par', { mode: 0o000 }); // not a record of this apply
+  writeFileSync(join(root, 'mode-644'), 'whole', { mode: 0o644 }); // the operator's own
+  writeFileSync(join(outside, 'x'), 'par', { mode: 0o000 }); // reached through a link
+  const names = ['cut.bin', 'a/cut.bin', 'mode-644', 'via/x', 'missing/y'];
+  await removeCutWrites(root, names, { since: Date.now() + 60_000 });
+  t.same(tree(root), ['a', 'a/cut.bin', 'cut.bin', 'mode-644', 'not-planned', 'via'], 'older: kept');
+  await removeCutWrites(root, names);
+  t.same(tree(root).length, 6, 'without since: kept');
+  await removeCutWrites(root, names, { since: Date.now() - 60_000 });
+  t.same(tree(root), ['a', 'mode-644', 'not-planned', 'via'], 'the cut records went');
+  t.same(readdirSync(outside), ['x'], 'nothing removed through a link');
+});
+
 async function collectBody(body: RecordBody): Promise<Uint8Array> {
   if (body instanceof Uint8Array) return body;
   const parts: Uint8Array[] = [];

@@ -315,7 +315,7 @@ export class RestoreService {
       await this.applies.pin(row);
       this.applies.launch({
         row,
-        options: { ...options, prepared: plan },
+        options: { ...options, prepared: plan, firstStartedAt: row.startedAt },
         approval,
         release,
         completed,

@@ -11,11 +11,14 @@
  *      points inside or outside the target; a file where a directory must be is refused
  *      (ERR_RECOVER_EXISTS). A parent swapped for a link during the write is caught by the kernel's
  *      own path of the opened temporary file.
- *   3. Bytes go to a temporary file created with O_CREAT|O_EXCL|O_NOFOLLOW beside the final name; a
- *      record whose SHA-384 fails (the reader throws at its end) never appears under its name.
- *   4. Without --force the file is put in place with link(2), which refuses an existing name (a
- *      file, a link, a dangling link) atomically; with --force, rename(2), which replaces a file or
- *      a link itself and never writes through it. A directory is never replaced.
+ *   3. A record checked whole in memory is created at its name with O_CREAT|O_EXCL|O_NOFOLLOW
+ *      (refusing anything there, atomically) and mode 000 until its bytes, mtime and mode are in;
+ *      a streamed one goes to a temporary file created so beside the final name, and one whose
+ *      SHA-384 fails (the reader throws at its end) never appears under its name.
+ *   4. Without --force a temporary file is put in place with link(2), which refuses an existing
+ *      name (a file, a link, a dangling link) atomically; with --force an existing name is
+ *      replaced through a temporary file and rename(2), which replaces a file or a link itself and
+ *      never writes through it. A directory is never replaced.
  * Known limit: another local user who can write the target directory while we extract can still
  * race some checks (as with tar); extract into a directory only you can write.
  */
