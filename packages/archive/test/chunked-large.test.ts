@@ -86,24 +86,31 @@ t.test(
       );
     }
 
-    // A flipped byte in one new pack: the read-back (reading into its pool) names that pack.
-    const packFile = readdirSync(join(root, 'jobs/job-a/packs'), {
-      recursive: true,
-      withFileTypes: true,
-    }).find((e) => e.isFile() && e.parentPath.includes('/data/') && e.name.startsWith(summary.packIds[1]!))!;
-    const path = join(packFile.parentPath, packFile.name);
-    const bytes = readFileSync(path);
-    bytes[bytes.length >> 1]! ^= 1;
-    writeFileSync(path, bytes);
-    const bad = await verifyRun(store, {
-      job: 'job-a',
-      runId: 'run-0001',
-      secretKey: k.operational.secretKey,
-      newPacks: summary.packIds,
-      workers: 1,
-    });
-    t.equal(bad.failure?.code, 'ERR_ARCHIVE_SHARD_TAMPERED');
-    t.match(bad.failure?.object, summary.packIds[1]!);
+    // A flipped byte in one new pack: the read-back (reading into its pool) names that pack,
+    // whether this thread opened it (every other pack with one worker) or the worker did.
+    for (const which of [1, 2]) {
+      const packFile = readdirSync(join(root, 'jobs/job-a/packs'), {
+        recursive: true,
+        withFileTypes: true,
+      }).find(
+        (e) => e.isFile() && e.parentPath.includes('/data/') && e.name.startsWith(summary.packIds[which]!),
+      )!;
+      const path = join(packFile.parentPath, packFile.name);
+      const original = readFileSync(path);
+      const bytes = Buffer.from(original);
+      bytes[bytes.length >> 1]! ^= 1;
+      writeFileSync(path, bytes);
+      const bad = await verifyRun(store, {
+        job: 'job-a',
+        runId: 'run-0001',
+        secretKey: k.operational.secretKey,
+        newPacks: summary.packIds,
+        workers: 1,
+      });
+      t.equal(bad.failure?.code, 'ERR_ARCHIVE_SHARD_TAMPERED', `pack ${which}`);
+      t.match(bad.failure?.object, summary.packIds[which]!);
+      writeFileSync(path, original);
+    }
   },
 );
 
