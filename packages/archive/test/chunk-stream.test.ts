@@ -10,7 +10,6 @@ import { unwrapChunkKey } from '../src/chunked-reader.ts';
 import {
   type ChunkedManifestDocument,
   createChunkedWriter,
-  type IndexEntry,
   loadChunkedBase,
   openRun,
   type RecordInput,
@@ -24,7 +23,7 @@ import {
   sealPackIndex,
 } from '../src/internal/chunked-index.ts';
 import { sessionSalt } from '../src/internal/run-binding.ts';
-import { chunkedOptions, fsStore, keys, pseudoRandom } from './helpers.ts';
+import { chunkedOptions, fsStore, keys, pseudoRandom, runEntries } from './helpers.ts';
 
 const KIB = 1024;
 
@@ -75,8 +74,7 @@ for (const workers of [1, 0]) {
         secretKey: k.breakGlass.secretKey,
         workers,
       });
-      const entries: IndexEntry[] = [];
-      for await (const e of run.records()) entries.push(e);
+      const entries = await runEntries(run);
       const doc = run.manifest.document as ChunkedManifestDocument;
       t.ok(doc.totals.packs > 4, `more packs (${doc.totals.packs}) than a plan keeps visiting`);
       // Held: nothing is released until every record came out, so no buffer may be reused under them.
@@ -125,8 +123,7 @@ t.test(
       workers: 1,
     });
     const doc = run.manifest.document as ChunkedManifestDocument;
-    const entries: IndexEntry[] = [];
-    for await (const e of run.records()) entries.push(e);
+    const entries = await runEntries(run);
     const chunkKeys = await unwrapChunkKey(doc, 'manifest', k.operational.secretKey);
     const map = await loadChunkMap(store, 'job-a', chunkKeys);
     // The pack of the third record's last chunk; the records before its first use must come out.

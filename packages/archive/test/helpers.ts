@@ -77,6 +77,13 @@ export async function collect(it: AsyncIterable<Uint8Array>): Promise<Uint8Array
 }
 
 /** Every record of an opened run, with its bytes. */
+/** Every index entry of `run`, in index order. */
+export async function runEntries(run: OpenedRun): Promise<IndexEntry[]> {
+  const entries: IndexEntry[] = [];
+  for await (const e of run.records()) entries.push(e);
+  return entries;
+}
+
 export async function readAll(run: OpenedRun): Promise<{ entry: IndexEntry; body: Uint8Array }[]> {
   const out: { entry: IndexEntry; body: Uint8Array }[] = [];
   for await (const entry of run.records()) out.push({ entry, body: await collect(run.readRecord(entry)) });

@@ -3,7 +3,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
 import { type IndexEntry, type OpenedRun, openRun, type RecordInput, type RecordRead } from '../src/index.ts';
-import { collect, fsStore, keys, pseudoRandom, sealRun, text } from './helpers.ts';
+import { collect, fsStore, keys, pseudoRandom, runEntries, sealRun, text } from './helpers.ts';
 
 const SHARD = 64 * 1024;
 
@@ -31,8 +31,7 @@ async function sealed(tt: { teardown(fn: () => void): void }, workers: number) {
     secretKey: k.operational.secretKey,
     workers,
   });
-  const entries: IndexEntry[] = [];
-  for await (const e of run.records()) entries.push(e);
+  const entries = await runEntries(run);
   const want = new Map(input.map((r) => [r.name, r.body as Uint8Array]));
   return { store, root, k, run, entries, want, summary };
 }
