@@ -66,6 +66,8 @@ import type { Dirent } from 'node:fs';
 import {
   closeSync,
   fchmodSync,
+  fstatSync,
+  ftruncateSync,
   futimesSync,
   link as linkCallback,
   lstatSync,
@@ -179,6 +181,32 @@ async function writeAllAsync(fd: number, buf: Uint8Array): Promise<void> {
 
 function writeAllSync(fd: number, buf: Uint8Array): void {
   for (let at = 0; at < buf.byteLength; ) at += writeSync(fd, buf, at, buf.byteLength - at);
+}
+
+/**
+ * Removes a file this writer created as `fd` (a direct write that failed), without ever removing
+ * anything else. Its bytes go first (truncated), then its name: the one the kernel reports for the
+ * open file (where it really is, even if a parent was swapped for a link since the create), and
+ * only while that name is still this inode. `abs` stands in where /proc/self/fd is unavailable.
+ * Unlinking `abs` blindly would not do: after a parent swap it names another directory's file of
+ * the same name (the record's name, known to whoever swapped it). A swap racing between the
+ * inode check and unlink(2) is the one window left; it needs write access to the target.
+ */
+function discardCreated(fd: number, abs: string, inode: Inode): void {
+  try {
+    ftruncateSync(fd, 0);
+  } catch {}
+  removeIfInode(fdPath(fd) ?? abs, inode);
+}
+
+type Inode = { dev: number; ino: number };
+
+/** unlink(2) `path` if it is still the regular file `inode`, else leave whatever is there. */
+function removeIfInode(path: string, inode: Inode): void {
+  try {
+    const st = lstatSync(path, { throwIfNoEntry: false });
+    if (st?.isFile() && st.dev === inode.dev && st.ino === inode.ino) unlinkSync(path);
+  } catch {}
 }
 
 /** Random hex for temporary names, drawn 64 names at a time (one getrandom per 64 files). */
@@ -440,7 +468,8 @@ export class FilesWriter {
    * file). While the bytes go in the file has no permission bits, and they are set last (after
    * the mtime), so a file with mode 000 is one still being written or cut by a crash:
    * `removeCutWrites` with `since` removes such a file of a record not yet written. Any failure
-   * after the create removes the file again: nothing is left under the name.
+   * after the create removes the file again (`discardCreated`: by inode, never by name alone):
+   * nothing is left under the name.
    */
   async #writeDirect(
     realRoot: string,
@@ -457,11 +486,15 @@ export class FilesWriter {
       if (errnoOf(err) === 'EEXIST') return 'exists';
       throw err;
     }
-    const discard = () => {
+    let mine: Inode;
+    try {
+      mine = fstatSync(fd);
+    } catch (err) {
       try {
-        unlinkSync(abs);
+        closeSync(fd);
       } catch {}
-    };
+      throw err;
+    }
     try {
       this.#placed(fd, abs, realRoot, name);
       if (body.byteLength <= SYNC_MAX) writeAllSync(fd, body);
@@ -469,16 +502,17 @@ export class FilesWriter {
       if (mtimeMs !== undefined) futimesSync(fd, Date.now() / 1000, mtimeMs / 1000);
       fchmodSync(fd, mode);
     } catch (err) {
+      discardCreated(fd, abs, mine);
       try {
         closeSync(fd);
       } catch {}
-      discard();
       throw err;
     }
     try {
       closeSync(fd);
     } catch (err) {
-      discard();
+      // The descriptor is gone (its kernel path with it): only the name-and-inode check is left.
+      removeIfInode(abs, mine);
       throw err;
     }
     return 'written';

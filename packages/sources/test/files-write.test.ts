@@ -2,6 +2,7 @@
 // in-memory bodies, the thread-pool path for big or streamed ones, and the cache of checked parent
 // directories, each against the containment attacks (a symbolic link already in the target, a
 // parent swapped for a link after an earlier write cached it, a link at the final name).
+import { execFileSync } from 'node:child_process';
 import {
   existsSync,
   lstatSync,
@@ -273,6 +274,31 @@ t.test('a body in memory to a free name is created there: mode 000 until its byt
   t.ok(lstatSync(join(root, 'link')).isFile(), 'the link is replaced by the file');
   t.equal(readFileSync(join(outside, 'victim'), 'utf8'), 'outside', 'never written through');
   t.same(tree(root), ['f.bin', 'link']);
+});
+
+t.test('a direct write that fails mid-way (EFBIG) leaves nothing under the name', async (t) => {
+  // A file-size limit makes write(2) fail after the create (with SIGXFSZ handled, write(2)
+  // returns EFBIG instead of the signal killing the process), in a child so the limit stays there.
+  const root = tempDir(t);
+  const writer = new URL('../src/files-writer.ts', import.meta.url).pathname;
+  const script = `
+    import { realpathSync } from 'node:fs';
+    process.on('SIGXFSZ', () => {});
+    import { FilesWriter } from ${JSON.stringify(writer)};
+    const w = new FilesWriter('files:test');
+    try {
+      await w.write(realpathSync(process.argv[1]), 'big.bin', new Uint8Array(4 * 1024 * 1024).fill(7));
+      console.log('written');
+    } catch (e) {
+      console.log(e.code, e.sourceCode);
+    }`;
+  const out = execFileSync(
+    'bash',
+    ['-c', 'ulimit -f 64; exec "$0" --input-type=module -e "$1" "$2"', process.execPath, script, root],
+    { encoding: 'utf8' },
+  );
+  t.equal(out.trim(), 'ERR_SOURCE_WRITE EFBIG', 'the write failed with the file system error');
+  t.same(tree(root), [], 'nothing left under the name, no temporary file');
 });
 
 t.test('removeCutWrites with since removes the named records cut mid-write, nothing else', async (t) => {
