@@ -6,7 +6,12 @@
  * at once.
  */
 import { EXIT } from './exit-codes.ts';
-import { main } from './main.ts';
+import { applyRecoverNodeFlags } from './node-flags.ts';
+
+// Before anything else is loaded: this may replace the process image (node-flags.ts), and the
+// modules main.ts pulls in would only be loaded twice.
+applyRecoverNodeFlags();
+const { main } = await import('./main.ts');
 
 const controller = new AbortController();
 let signals = 0;
