@@ -27,6 +27,11 @@ export interface ChunkedBase {
   readonly chunkCount: number;
   /** Pack indexes that did not open (reported, never trusted). */
   readonly unreadableIndexes: readonly string[];
+  /**
+   * @internal The base run's signed line of each record in `records` (by name): an unchanged record
+   * whose fields are all equal is written with the same line instead of serializing it again.
+   */
+  readonly lines: ReadonlyMap<string, string>;
   /** @internal */
   readonly keys: ChunkKeys;
   /** @internal */
@@ -67,12 +72,18 @@ export async function loadChunkedBase(
   const keys = await unwrapChunkKey(doc, manifest.key, options.secretKey);
   const index = await openChunkedIndex(store, manifest, keys);
   const records = new Map<string, IndexEntry>();
-  for (const e of index.entries) records.set(e.name, e);
+  const lines = new Map<string, string>();
+  for (let i = 0; i < index.entries.length; i++) {
+    const e = index.entries[i]!;
+    records.set(e.name, e);
+    lines.set(e.name, index.lines[i]!);
+  }
   const map = await loadChunkMap(store, doc.job, keys);
   return {
     runId: doc.runId,
     keyId: keys.keyId,
     records,
+    lines,
     chunkCount: map.chunks.size,
     unreadableIndexes: map.unreadable,
     keys,

@@ -85,6 +85,8 @@ export async function unwrapChunkKey(
 
 export interface ChunkedIndex {
   entries: IndexEntry[];
+  /** The signed line of each entry, as stored (same order as `entries`). */
+  lines: string[];
   packRefs: PackRefLine[];
 }
 
@@ -144,7 +146,7 @@ export async function openChunkedIndex(
   for (let i = 1 + header.records; i < lines.length; i++)
     packRefs.push(toPackRef(parse(lines[i]!, 'pack reference'), object));
   if (packRefs.length !== doc.totals.packs) throw inconsistent('pack count differs from the manifest');
-  return { entries, packRefs };
+  return { entries, lines: lines.slice(1, 1 + header.records), packRefs };
 }
 
 export class ChunkedRunReader implements OpenedRun {

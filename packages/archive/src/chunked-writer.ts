@@ -87,6 +87,7 @@ import {
   type IndexEntry,
   type ManifestRecipient,
   type RecordInput,
+  type RecordMetadata,
   type RecordResult,
   type ResumeArchiveWriterOptions,
   type ResumePoint,
@@ -108,6 +109,24 @@ const FRAME_OVERHEAD = 48;
  * buffer per pack was ~1 GiB of short-lived external memory per GiB stored, and the collector's
  * most expensive work in a first run).
  */
+/** A base record's fields other than its content equal these (metadata is flat: scalars only). */
+function sameFields(
+  e: IndexEntry,
+  sourceType: string,
+  binding: string,
+  namespace: string,
+  metadata: RecordMetadata,
+): boolean {
+  if (e.sourceType !== sourceType || e.binding !== binding || e.namespace !== namespace) return false;
+  let n = 0;
+  for (const k in metadata) {
+    if (!Object.hasOwn(e.metadata, k) || e.metadata[k] !== metadata[k]) return false;
+    n++;
+  }
+  for (const _ in e.metadata) n--;
+  return n === 0;
+}
+
 function packBuffer(size: number): Buffer {
   return Buffer.from(new SharedArrayBuffer(size + FRAME_OVERHEAD), FRAME_HEADER, size);
 }
@@ -237,6 +256,7 @@ export async function createChunkedWriter(options: ChunkedWriterOptions): Promis
     keys,
     map: base?.map ?? emptyChunkMap(keys.keyId),
     baseRecords: base?.records ?? new Map(),
+    baseLines: base?.lines ?? new Map(),
     baseRunId: base?.runId ?? null,
     recipients,
     operationalPublicKey: options.recipients.operational,
@@ -289,6 +309,7 @@ export async function resumeChunkedWriter(
   // The base's records again (a base that no longer opens only costs reads), and the chunk map of
   // the key, which now includes the packs the earlier attempt described.
   let baseRecords: ReadonlyMap<string, IndexEntry> = new Map();
+  let baseLines: ReadonlyMap<string, string> = new Map();
   if (state.baseRunId !== null) {
     const base = await loadChunkedBase(store, {
       job: state.job,
@@ -296,7 +317,7 @@ export async function resumeChunkedWriter(
       secretKey: options.operationalSecretKey,
       signerPublicKey: signer.public,
     }).catch(() => null);
-    if (base !== null && base.keyId === keys.keyId) baseRecords = base.records;
+    if (base !== null && base.keyId === keys.keyId) ({ records: baseRecords, lines: baseLines } = base);
   }
   const map = await loadChunkMap(store, state.job, keys);
   const writer = new ChunkedRunWriter({
@@ -310,6 +331,7 @@ export async function resumeChunkedWriter(
     keys,
     map,
     baseRecords,
+    baseLines,
     baseRunId: state.baseRunId,
     recipients: state.recipients,
     operationalPublicKey,
@@ -347,6 +369,8 @@ interface Config {
   keys: ChunkKeys;
   map: ChunkMap;
   baseRecords: ReadonlyMap<string, IndexEntry>;
+  /** The base run's signed line of each record (ChunkedBase.lines). */
+  baseLines: ReadonlyMap<string, string>;
   baseRunId: string | null;
   operationalPublicKey: Uint8Array;
   recipients: ManifestRecipient[];
@@ -452,18 +476,23 @@ class ChunkedRunWriter implements ChunkedWriter {
       }
       this.chunkRefs += refs.length;
       this.bytes += size;
+      // An unchanged record with the same fields has the same line as in the base run (lines are
+      // canonical JSON, §5, and the base verified): reuse it rather than build it again.
+      const reused = same !== null && sameFields(same, sourceType, binding, namespace, metadata);
       this.lines.push(
-        chunkedEntryLine({
-          name,
-          size,
-          sha384: digest,
-          sourceType,
-          binding,
-          namespace,
-          metadata,
-          chunks: refs,
-          ...(record.change === undefined ? {} : { change: record.change }),
-        }),
+        reused
+          ? this.c.baseLines.get(name)!
+          : chunkedEntryLine({
+              name,
+              size,
+              sha384: digest,
+              sourceType,
+              binding,
+              namespace,
+              metadata,
+              chunks: refs,
+              ...(record.change === undefined ? {} : { change: record.change }),
+            }),
       );
       this.state = 'open';
       return {

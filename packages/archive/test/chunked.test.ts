@@ -4,6 +4,7 @@ import { readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node
 import { join } from 'node:path';
 import type { ObjectStore } from '@coffer/objectstore';
 import t from 'tap';
+import { openChunkedIndex } from '../src/chunked-reader.ts';
 import {
   CHUNKED_FORMAT_VERSION,
   type ChunkedWriterOptions,
@@ -17,6 +18,8 @@ import {
   resumeChunkedWriter,
   verifyRun,
 } from '../src/index.ts';
+import { canonicalChunkedEntryLine } from '../src/internal/chunked-index.ts';
+import type { IndexEntry } from '../src/types.ts';
 import { chunkedOptions, fsStore, type Keys, keys, pseudoRandom, readAll, text } from './helpers.ts';
 
 async function writeRun(
@@ -61,6 +64,79 @@ function bytesUnder(dir: string): number {
   }
   return n;
 }
+
+t.test('an unchanged record keeps its base line only while its other fields are equal', async (t) => {
+  const { store } = fsStore(t);
+  const k = keys();
+  const meta = { mode: 0o644, owner: 'alice', pinned: true };
+  const names = ['same', 'mode', 'added', 'removed', 'namespace', 'type'];
+  await writeRun(
+    store,
+    k,
+    names.map((name, i) => ({
+      name,
+      body: text(300 + i, i),
+      change: `c-${name}`,
+      metadata: meta,
+      namespace: 'n',
+    })),
+  );
+  const base = await loadChunkedBase(store, {
+    job: 'job-a',
+    runId: 'run-0001',
+    secretKey: k.operational.secretKey,
+    signerPublicKey: k.signer.publicKey,
+  });
+  const second: Record<string, Partial<RecordInput>> = {
+    same: { metadata: { pinned: true, owner: 'alice', mode: 0o644 } }, // other key order, same fields
+    mode: { metadata: { ...meta, mode: 0o600 } },
+    added: { metadata: { ...meta, extra: null } },
+    removed: { metadata: { mode: 0o644, owner: 'alice' } },
+    namespace: { metadata: meta, namespace: 'other' },
+    type: { metadata: meta, sourceType: 'sqlite' },
+  };
+  const summary = await writeRun(
+    store,
+    k,
+    names.map((name) => ({
+      name,
+      body: untouchable(),
+      change: `c-${name}`,
+      namespace: 'n',
+      ...second[name],
+    })),
+    { runId: 'run-0002', prevRunId: 'run-0001', base: base! },
+  );
+  t.equal(summary.unchangedRecords, names.length, 'no record was read');
+  const open = (runId: string) =>
+    openRun(store, {
+      job: 'job-a',
+      runId,
+      secretKey: k.operational.secretKey,
+      signerPublicKey: k.signer.publicKey,
+    });
+  const [one, two] = [await open('run-0001'), await open('run-0002')];
+  const entries1 = new Map<string, IndexEntry>();
+  for await (const e of one.records()) entries1.set(e.name, e);
+  for await (const e of two.records()) {
+    const want = second[e.name]!;
+    t.same(e.metadata, want.metadata, `${e.name}: the run's own metadata`);
+    t.equal(e.namespace, want.namespace ?? 'n');
+    t.equal(e.sourceType, want.sourceType ?? 'files');
+    t.same(e.chunks, entries1.get(e.name)!.chunks, `${e.name}: the base's chunks`);
+    t.equal(e.sha384, entries1.get(e.name)!.sha384);
+  }
+  // Lines as stored: the reused one is the base's line, every one is the canonical line.
+  const lines = async (runId: string) => {
+    const index = await openChunkedIndex(store, (await open(runId)).manifest, base!.keys);
+    return new Map(index.entries.map((e, i) => [e.name, { e, line: index.lines[i]! }]));
+  };
+  const [l1, l2] = [await lines('run-0001'), await lines('run-0002')];
+  t.equal(l2.get('same')!.line, l1.get('same')!.line);
+  for (const name of names.slice(1)) t.not(l2.get(name)!.line, l1.get(name)!.line, `${name}: a new line`);
+  for (const { e, line } of l2.values())
+    t.equal(line, canonicalChunkedEntryLine({ ...e, chunks: e.chunks! }));
+});
 
 t.test('a two-run chain: the second run stores only what changed and both read back', async (t) => {
   const { store, root } = fsStore(t);

@@ -12,6 +12,7 @@ import {
   type ChunkedEntryFields,
   canonicalChunkedEntryLine,
   chunkedEntryLine,
+  toChunkedEntry,
 } from '../src/internal/chunked-index.ts';
 import { canonicalEntryLine, type EntryFields, entryLine } from '../src/internal/index-codec.ts';
 import { BEGIN, END, PREFIX, recordHasher } from '../src/internal/record-hash.ts';
@@ -221,6 +222,56 @@ t.test('the direct 0.2 record line equals the generic canonical one', async (t) 
   t.throws(() => chunkedEntryLine(lone), 'a lone surrogate is refused by both paths');
   t.throws(() => canonicalChunkedEntryLine(lone));
 });
+
+t.test(
+  "a run index line's chunk references: exactly <64 lower-case hex>:<length>, length canonical and non-zero",
+  async (t) => {
+    const id = 'ab'.repeat(32);
+    const line = (chunks: unknown[], size: number) => ({
+      name: 'r',
+      size,
+      sha384: `sha384:${'0'.repeat(96)}`,
+      sourceType: 'files',
+      binding: '',
+      namespace: '',
+      metadata: {},
+      chunks,
+    });
+    const ok = toChunkedEntry(
+      line([`${id}:7`, `${'0'.repeat(64)}:9999999999`], 10_000_000_006),
+      0,
+      'index.bin',
+    );
+    t.same(ok.chunks, [
+      { id, length: 7 },
+      { id: '0'.repeat(64), length: 9_999_999_999 },
+    ]);
+    const refused: [string, unknown, string][] = [
+      ['upper-case hex', `${'AB'.repeat(32)}:7`, 'bad chunk reference'],
+      ['63 hex digits', `${id.slice(1)}:7`, 'bad chunk reference'],
+      ['65 hex digits', `${id}a:7`, 'bad chunk reference'],
+      ['no colon', `${id}7`, 'bad chunk reference'],
+      ['leading zero', `${id}:07`, 'bad chunk reference'],
+      ['eleven digits', `${id}:12345678901`, 'bad chunk reference'],
+      ['sign', `${id}:+7`, 'bad chunk reference'],
+      ['no length', `${id}:`, 'bad chunk reference'],
+      ['not a string', 7, 'bad chunk reference'],
+      ['zero length', `${id}:0`, 'empty chunk'],
+    ];
+    for (const [what, ref, detail] of refused) {
+      t.throws(
+        () => toChunkedEntry(line([ref], 7), 3, 'index.bin'),
+        { code: 'ERR_ARCHIVE_INDEX_TAMPERED', message: new RegExp(`record 3: ${detail}$`) },
+        what,
+      );
+    }
+    t.throws(
+      () => toChunkedEntry(line([`${id}:7`], 8), 0, 'index.bin'),
+      { code: 'ERR_ARCHIVE_INDEX_INCONSISTENT' },
+      'lengths must sum to the size',
+    );
+  },
+);
 
 t.test('pipelined verify names the first failing shard and counts what passed before it', async (t) => {
   const { store, root } = fsStore(t);

@@ -412,7 +412,7 @@ async function feed(
   const fp = FINGERPRINTABLE.has(src.type) ? new SourceFingerprint(job.source, [...copies.ids]) : null;
   // The records to read, in enumeration order; skipped entries and records already held are
   // filtered here, so they are never read.
-  async function* needed(): AsyncGenerator<{ rec: RunSourceRecord; at: number }> {
+  async function* needed(): AsyncGenerator<{ rec: RunSourceRecord; at: number; unread?: boolean }> {
     // Short pages: a page's records stay alive until the feed reaches them, and a long page
     // outlives two young-generation collections, so its records get promoted to the old
     // generation only to die there (measured: fewer, cheaper collections with 200).
@@ -454,11 +454,18 @@ async function feed(
     return streamBuffers[i]!;
   };
   // A record every live lane takes unread from its base run (same change token) is never opened:
-  // its body is empty and the writers do not look at it.
-  const unread = ({ rec }: { rec: RunSourceRecord }): boolean => {
-    if (rec.change === undefined) return false;
+  // its body is empty and the writers do not look at it. Asked up to three times per record (size,
+  // read, each further lane), answered once: an answer cannot turn from yes to no within a run
+  // (a writer's chunks only grow, and a failed lane only shrinks the set that must agree).
+  const unread = (item: { rec: RunSourceRecord; unread?: boolean }): boolean => {
+    if (item.unread !== undefined) return item.unread;
+    const { rec } = item;
     const lanes = copies.live();
-    return lanes.length > 0 && lanes.every((l) => 'wouldReuse' in l.writer && l.writer.wouldReuse(rec));
+    item.unread =
+      rec.change !== undefined &&
+      lanes.length > 0 &&
+      lanes.every((l) => 'wouldReuse' in l.writer && l.writer.wouldReuse(rec));
+    return item.unread;
   };
   const nothing = new Uint8Array(0);
   const noStream = async (): Promise<AsyncIterable<Uint8Array>> => (async function* () {})();
