@@ -4,9 +4,9 @@
  * (chunked-writer.ts) takes it; it lives apart because it is a read of the previous run.
  */
 import type { ObjectStore } from '@coffer/objectstore';
-import { openChunkedIndex, unwrapChunkKey } from './chunked-reader.ts';
+import { type ChunkedIndex, openChunkedIndex, unwrapChunkKey } from './chunked-reader.ts';
 import type { ChunkKeys } from './internal/chunk-keys.ts';
-import { type ChunkMap, loadChunkMap } from './internal/chunked-index.ts';
+import { type ChunkMap, chunkMapIsCurrent, loadChunkMap } from './internal/chunked-index.ts';
 import { assertRuntime } from './internal/runtime.ts';
 import { assertId } from './layout.ts';
 import { readRunManifest } from './reader.ts';
@@ -17,6 +17,8 @@ import { type IndexEntry, isChunkedManifest } from './types.ts';
  * Made by `loadChunkedBase`; opaque to callers beyond these read-only facts.
  */
 export interface ChunkedBase {
+  /** The job the base belongs to. */
+  readonly job: string;
   /** The run the records come from (null: the key and packs only). */
   readonly runId: string | null;
   /** keyId of the job's chunk key. */
@@ -71,6 +73,17 @@ export async function loadChunkedBase(
   if (!isChunkedManifest(doc)) return null;
   const keys = await unwrapChunkKey(doc, manifest.key, options.secretKey);
   const index = await openChunkedIndex(store, manifest, keys);
+  return baseOf(doc.job, doc.runId, keys, index, await loadChunkMap(store, doc.job, keys));
+}
+
+/** A base from a run's opened index and its key's chunk map (loadChunkedBase, or a read-back). */
+export function baseOf(
+  job: string,
+  runId: string,
+  keys: ChunkKeys,
+  index: ChunkedIndex,
+  map: ChunkMap,
+): ChunkedBase {
   const records = new Map<string, IndexEntry>();
   const lines = new Map<string, string>();
   for (let i = 0; i < index.entries.length; i++) {
@@ -78,9 +91,9 @@ export async function loadChunkedBase(
     records.set(e.name, e);
     lines.set(e.name, index.lines[i]!);
   }
-  const map = await loadChunkMap(store, doc.job, keys);
   return {
-    runId: doc.runId,
+    job,
+    runId,
     keyId: keys.keyId,
     records,
     lines,
@@ -89,4 +102,16 @@ export async function loadChunkedBase(
     keys,
     map,
   };
+}
+
+/**
+ * True when a base kept from earlier (`verifyRun`'s `keepBase`) still describes the store: the
+ * job's pack indexes under its key are exactly those it was built from. A prune (which rewrites
+ * pack indexes under new names), another run's pack index, or one deleted by hand makes it false;
+ * then load the base again. One listing of the pack-index prefix; nothing is read. A base is not
+ * kept across a run that used it: the writer adds the run's packs to it as it commits.
+ */
+export async function isChunkedBaseCurrent(store: ObjectStore, base: ChunkedBase): Promise<boolean> {
+  assertRuntime();
+  return chunkMapIsCurrent(store, base.job, base.map);
 }

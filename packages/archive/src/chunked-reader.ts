@@ -153,7 +153,8 @@ export class ChunkedRunReader implements OpenedRun {
   readonly manifest: VerifiedManifest;
   private readonly doc: ChunkedManifestDocument;
   private readonly store: ObjectStore;
-  private readonly keys: ChunkKeys;
+  /** @internal */
+  readonly keys: ChunkKeys;
   private readonly codec: FrameCodec;
   private index: Promise<ChunkedIndex> | null = null;
   private map: Promise<ChunkMap> | null = null;
@@ -181,6 +182,15 @@ export class ChunkedRunReader implements OpenedRun {
   chunkMap(): Promise<ChunkMap> {
     this.map ??= loadChunkMap(this.store, this.doc.job, this.keys);
     return this.map;
+  }
+
+  /**
+   * The index and chunk map this reader loaded, when the map is exactly the job's pack indexes
+   * (no pack was described by scanning it): what the next run may build on. Null otherwise.
+   */
+  async loaded(): Promise<{ index: ChunkedIndex; map: ChunkMap } | null> {
+    if (this.index === null || this.map === null || this.scanned) return null;
+    return { index: await this.index, map: await this.map };
   }
 
   async *records(): AsyncIterable<IndexEntry> {

@@ -238,7 +238,9 @@ export async function createChunkedWriter(options: ChunkedWriterOptions): Promis
   }
   const chunker = new ContentChunker(options.chunking ?? CHUNK_PARAMS);
   const base = options.base ?? null;
-  if (base !== null && base.map === undefined) throw invalid('base must come from loadChunkedBase');
+  if (base !== null && base.map === undefined)
+    throw invalid('base must come from loadChunkedBase or verifyRun with keepBase');
+  if (base !== null && base.job !== job) throw invalid(`base belongs to job ${base.job}, not ${job}`);
   if ((await headObject(store, layout.manifest(job, runId))) !== null) {
     throw invalid(`run ${job}/${runId} is already sealed in this destination`);
   }

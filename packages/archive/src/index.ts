@@ -13,7 +13,12 @@
  * Every failure has its own code naming the object. Secrets never appear in messages.
  */
 
-export { type ChunkedBase, type LoadChunkedBaseOptions, loadChunkedBase } from './chunked-base.ts';
+export {
+  type ChunkedBase,
+  isChunkedBaseCurrent,
+  type LoadChunkedBaseOptions,
+  loadChunkedBase,
+} from './chunked-base.ts';
 export {
   type ChunkedRunSummary,
   type ChunkedWriter,

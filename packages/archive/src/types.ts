@@ -4,6 +4,7 @@
  */
 import type { Digest, WrappedKey } from '@coffer/crypto';
 import type { ObjectStore } from '@coffer/objectstore';
+import type { ChunkedBase } from './chunked-base.ts';
 
 /** The format `createArchiveWriter` writes (0.1: one self-contained copy per run). */
 export const FORMAT_VERSION = '0.1.0';
@@ -415,6 +416,14 @@ export interface VerifyRunOptions extends OpenRunOptions {
    * full by the run that stored them. Without it every byte of the run is read (a full verify).
    */
   newPacks?: readonly string[];
+  /**
+   * Format 0.2 only: on success, return the run as the base of the job's next run
+   * (`VerifyVerdict.base`), built from the index and pack indexes this verification read and
+   * checked, so the next run need not read them again. Holds the run's records and the job's chunk
+   * map in memory: keep it only as long as that is affordable, and check it with
+   * `isChunkedBaseCurrent` before use.
+   */
+  keepBase?: boolean;
 }
 
 /** The checks `verifyRun` performed (counts are of verified items). */
@@ -443,6 +452,8 @@ export interface VerifyVerdict {
   runId: string;
   checks: VerifyChecks;
   failure?: VerifyFailure;
+  /** With `keepBase`, a verified 0.2 run: the base of the job's next run (`createChunkedWriter`). */
+  base?: ChunkedBase;
 }
 
 /** `_RECOVERY/FORMAT`. */

@@ -3,6 +3,7 @@
  * recovered, and `coffer-recover verify`.
  */
 import type { ObjectStore } from '@coffer/objectstore';
+import { baseOf } from './chunked-base.ts';
 import { ChunkedRunReader } from './chunked-reader.ts';
 import { ArchiveError } from './errors.ts';
 import { assertRuntime } from './internal/runtime.ts';
@@ -40,7 +41,9 @@ export async function verifyRun(store: ObjectStore, options: VerifyRunOptions): 
     if (run instanceof ChunkedRunReader) {
       // 0.2: every record's chunks (pack digest, tag, chunk id) and plaintext, and the pack references.
       await run.verifyAll(checks, options.onProgress, options.newPacks);
-      return { ok: true, job, runId: options.runId, checks };
+      const kept = options.keepBase === true ? await run.loaded() : null;
+      const base = kept === null ? null : baseOf(job, options.runId, run.keys, kept.index, kept.map);
+      return { ok: true, job, runId: options.runId, checks, ...(base === null ? {} : { base }) };
     }
     const doc = run.manifest.document as ShardedManifestDocument;
     let bytesDone = 0;

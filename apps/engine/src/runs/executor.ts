@@ -35,6 +35,7 @@ import {
   createArchiveWriter,
   createChunkedWriter,
   isArchiveError,
+  isChunkedBaseCurrent,
   isChunkedCheckpoint,
   layout,
   listRuns,
@@ -46,6 +47,7 @@ import {
 import type { ObjectStore } from '@coffer/objectstore';
 import type { HeldLease, RunRecord, State } from '@coffer/state';
 import { jobDestinations, type RunJob } from '../jobs/index.ts';
+import type { ChunkedBaseCache } from './base-cache.ts';
 import { decodeCheckpoint, nameMark, type RunCheckpoint, type VanishedMark } from './checkpoint.ts';
 import { CheckpointSaver } from './checkpoint-saver.ts';
 import { Copies, type DestinationStates, isDestinationFault } from './copies.ts';
@@ -110,6 +112,11 @@ export interface ExecutorDeps {
    * lock (paused past its expiry while another engine took the run over) never commits.
    */
   lease?: HeldLease;
+  /**
+   * Bases of incremental runs kept from each run's read-back for the job's next run (base-cache.ts);
+   * null or absent: every incremental run loads its base from the store.
+   */
+  baseCache?: ChunkedBaseCache | null;
 }
 
 export type { DestinationStates } from './copies.ts';
@@ -583,9 +590,12 @@ async function readBack({ deps, job, run, copies }: Attempt): Promise<{ records:
       secretKey: deps.keys.operational.secretKey,
       signerPublicKey: deps.keys.signer.publicKey,
       ...(deps.workers !== undefined ? { workers: deps.workers } : {}),
-      // A 0.2 copy this attempt sealed: its new packs in full, the older ones by listing and digest.
-      ...(s.newPacks !== undefined ? { newPacks: s.newPacks } : {}),
+      // A 0.2 copy this attempt sealed: its new packs in full, the older ones by listing and digest;
+      // what it read is kept as the job's next base.
+      ...(s.newPacks !== undefined ? { newPacks: s.newPacks, keepBase: !!deps.baseCache } : {}),
     });
+    if (verdict.ok && verdict.base !== undefined)
+      deps.baseCache?.put(s.store, verdict.base, deps.keys.operational.publicKey);
     if (verdict.ok) {
       copies.update(s.id, { state: 'verified', verifiedAt: nowIso() });
       records = verdict.checks.records;
@@ -656,6 +666,17 @@ async function chunkedBaseFor(
     if (rec?.status !== 'ok' || rec.prunedAt !== null) continue;
     tried++;
     try {
+      const kept = deps.baseCache?.take(store, job.id, r.runId, deps.keys.operational.publicKey) ?? null;
+      const current = kept !== null && (await isChunkedBaseCurrent(store, kept));
+      if (kept !== null) {
+        deps.log.info(
+          { event: 'incremental-base', job: job.id, runId: run.id, base: r.runId, kept: current },
+          current
+            ? `run ${run.id}: builds on ${r.runId} as its read-back left it`
+            : `run ${run.id}: the pack indexes changed since ${r.runId} was read back; loading it again`,
+        );
+      }
+      if (current) return kept;
       return await loadChunkedBase(store, {
         job: job.id,
         runId: r.runId,

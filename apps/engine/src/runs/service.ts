@@ -18,6 +18,7 @@ import { isStateError, type Lease, type RunRecord, type State } from '@coffer/st
 import type { EngineEvents } from '../events.ts';
 import { jobDestinations, runJobOf } from '../jobs/index.ts';
 import { LeasedTasks } from '../tasks/leased-tasks.ts';
+import { ChunkedBaseCache } from './base-cache.ts';
 import { runDestinations } from './destinations.ts';
 import {
   type AttemptOutcome,
@@ -75,7 +76,7 @@ export interface RunServiceOptions {
   events?: EngineEvents | null;
   executor?: Pick<
     ExecutorDeps,
-    'checkpointIntervalMs' | 'checkpointCostShare' | 'workers' | 'shardSize' | 'readAhead'
+    'checkpointIntervalMs' | 'checkpointCostShare' | 'workers' | 'shardSize' | 'readAhead' | 'baseCache'
   >;
 }
 
@@ -87,6 +88,8 @@ export type TriggerResult =
 
 export class RunService {
   readonly holder: string;
+  /** Incremental runs' bases kept from one run of a job to the next (base-cache.ts). */
+  readonly baseCache = new ChunkedBaseCache();
   readonly faults: FaultRegistry | null;
   private readonly o: RunServiceOptions;
   private readonly destinations: ReadonlyMap<string, ObjectStore>;
@@ -353,6 +356,7 @@ export class RunService {
       destinations: this.destinations,
       log: this.o.log,
       openSource: faults ? async (job) => faultySource(job.id, await open(job), faults) : open,
+      baseCache: this.baseCache,
       ...(this.o.executor ?? {}),
     };
   }

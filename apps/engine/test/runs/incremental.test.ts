@@ -81,7 +81,11 @@ t.test('a second incremental run stores what changed and reads back; the chain o
 });
 
 t.test('a base that does not verify is passed over: the run stores everything and is still ok', async (t) => {
-  const w = await makeWorld(t, { files });
+  // Nothing kept from the read-back (as after an engine restart): the base is read from the store.
+  const w = await makeWorld(t, {
+    files,
+    service: { executor: { checkpointIntervalMs: 0, workers: 0, baseCache: null } },
+  });
   await w.addJob({ id: 'inc', incremental: true });
   const first = await w.runNow('inc');
   t.equal(first.status, 'ok');
@@ -100,6 +104,50 @@ t.test('a base that does not verify is passed over: the run stores everything an
   const d2 = m2.document;
   t.ok(isChunkedManifest(d2) && d2.totals.newBytes === d2.totals.bytes, 'everything was stored again');
 });
+
+t.test(
+  "the next run builds on the base its predecessor's read-back kept, unless the pack indexes changed since",
+  async (t) => {
+    const w = await makeWorld(t, { files });
+    await w.addJob({ id: 'inc', incremental: true });
+    const first = await w.runNow('inc');
+    t.equal(first.status, 'ok');
+    t.equal(w.service.baseCache.size, 1, 'the read-back kept the run as the next base');
+    t.ok(
+      w.service.baseCache.weight > 31,
+      `weighed by its 31 records and its chunks (${w.service.baseCache.weight})`,
+    );
+    const baseLogs = () => w.logs.filter((l) => l.event === 'incremental-base');
+
+    writeFileSync(join(w.sourceDir, 'small/3.bin'), noise(3300, 4321));
+    const second = await w.runNow('inc');
+    t.equal(second.status, 'ok', JSON.stringify(second.detail));
+    t.match(baseLogs(), [{ runId: second.id, base: first.id, kept: true }], 'built on the kept base');
+    const m2 = (await readRunManifest(w.destinations.get('default')!, { job: 'inc', runId: second.id }))
+      .document;
+    t.ok(isChunkedManifest(m2) && m2.totals.newBytes < 10_000, 'only the rewritten file was stored');
+
+    // Another pack index appears (as when a prune or another engine wrote one): the kept base no
+    // longer describes the store and the next run reads its base again.
+    const indexDir = join(w.destDirs.default!, 'jobs', 'inc', 'packs');
+    const [keyDir] = readdirSync(indexDir);
+    const ixDir = join(indexDir, keyDir!, 'index');
+    const [one] = readdirSync(ixDir);
+    writeFileSync(join(ixDir, `${'f'.repeat(32)}.bin`), readFileSync(join(ixDir, one!)));
+    const third = await w.runNow('inc');
+    t.equal(third.status, 'ok', JSON.stringify(third.detail));
+    t.match(baseLogs()[1], { runId: third.id, base: second.id, kept: false }, 'the stale base was not used');
+    const m3 = (await readRunManifest(w.destinations.get('default')!, { job: 'inc', runId: third.id }))
+      .document;
+    t.ok(isChunkedManifest(m3) && m3.totals.newBytes === 0, 'built on the base read again: nothing stored');
+    const v = await verifyRun(w.destinations.get('default')!, {
+      job: 'inc',
+      runId: third.id,
+      secretKey: w.breakGlassSecret,
+    });
+    t.ok(v.ok, 'and it verifies offline');
+  },
+);
 
 t.test('a parked incremental run resumes from its checkpoint and stores no pack twice', async (t) => {
   const w = await makeWorld(t, { files });

@@ -375,4 +375,20 @@ export async function loadChunkMap(store: ObjectStore, job: string, keys: ChunkK
   return map;
 }
 
+/**
+ * True when the pack index objects under the map's key are exactly those the map was built from
+ * (readable or not): no pack index was added, rewritten or deleted since (a prune writes new ones
+ * under new names and deletes the old; a run adds one). One listing, nothing read.
+ */
+export async function chunkMapIsCurrent(store: ObjectStore, job: string, map: ChunkMap): Promise<boolean> {
+  const known = new Set([...map.indexes, ...map.unreadable]);
+  let seen = 0;
+  for (const o of await listObjects(store, layout.packIndexPrefix(job, map.keyId))) {
+    if (!INDEX_NAME.test(o.key)) continue;
+    if (!known.has(o.key)) return false;
+    seen++;
+  }
+  return seen === known.size;
+}
+
 export { CHUNK_ID };

@@ -1,0 +1,58 @@
+/**
+ * The cache of incremental bases (src/runs/base-cache.ts): one base per job and destination, taken
+ * once, only for the run it is of and the operational key it was opened for, within its budget.
+ */
+import type { ChunkedBase } from '@coffer/archive';
+import { createFsStore } from '@coffer/objectstore';
+import { tempDir } from '@coffer/testkit';
+import t from 'tap';
+import { ChunkedBaseCache } from '../../src/runs/base-cache.ts';
+
+/** A base's shape as the cache reads it (job, runId, record count, chunk count). */
+function base(job: string, runId: string, records: number, chunks: number): ChunkedBase {
+  const recs = new Map(Array.from({ length: records }, (_, i) => [`r${i}`, {}]));
+  return { job, runId, records: recs, chunkCount: chunks } as unknown as ChunkedBase;
+}
+
+t.test('a kept base is taken once, for its run and key only', async (t) => {
+  const a = createFsStore({ root: tempDir(t, 'coffer-base-cache-') });
+  const b = createFsStore({ root: tempDir(t, 'coffer-base-cache-') });
+  const key = new Uint8Array([1, 2, 3]);
+  const cache = new ChunkedBaseCache(1000);
+  const one = base('job', 'run-1', 10, 40);
+  cache.put(a, one, key);
+  t.equal(cache.weight, 10 + 10, 'records plus a quarter of the chunks');
+  t.equal(cache.take(b, 'job', 'run-1', key), null, 'another destination has its own');
+  t.equal(cache.take(a, 'other', 'run-1', key), null, 'another job has its own');
+  t.equal(cache.take(a, 'job', 'run-1', key), one);
+  t.equal(cache.take(a, 'job', 'run-1', key), null, 'taken once');
+  t.equal(cache.weight, 0);
+
+  cache.put(a, one, key);
+  t.equal(cache.take(a, 'job', 'run-2', key), null, 'of another run: not used');
+  t.equal(cache.size, 0, '... and dropped (the job moved on)');
+  cache.put(a, one, key);
+  t.equal(cache.take(a, 'job', 'run-1', new Uint8Array([9])), null, 'opened for another key: not used');
+  const copy = new Uint8Array([4, 5]);
+  cache.put(a, one, copy);
+  copy[0] = 0;
+  t.equal(cache.take(a, 'job', 'run-1', new Uint8Array([4, 5])), one, 'the key is copied when kept');
+});
+
+t.test('the budget: the least recently kept goes first; a base heavier than it is not kept', async (t) => {
+  const s = createFsStore({ root: tempDir(t, 'coffer-base-cache-') });
+  const key = new Uint8Array([1]);
+  const cache = new ChunkedBaseCache(100);
+  cache.put(s, base('a', 'r', 40, 0), key);
+  cache.put(s, base('b', 'r', 40, 0), key);
+  cache.put(s, base('a', 'r2', 30, 0), key); // replaces a's
+  t.equal(cache.weight, 70);
+  cache.put(s, base('c', 'r', 50, 0), key); // b (older) goes
+  t.equal(cache.take(s, 'b', 'r', key), null);
+  t.ok(cache.take(s, 'a', 'r2', key));
+  t.ok(cache.take(s, 'c', 'r', key));
+  cache.put(s, base('big', 'r', 101, 0), key);
+  t.equal(cache.size, 0, 'heavier than the budget: not kept');
+  t.equal(new ChunkedBaseCache(0).weight, 0);
+  t.throws(() => new ChunkedBaseCache(-1), TypeError);
+});
