@@ -38,7 +38,9 @@
 // - timed figures are medians over BENCH_REPEAT repetitions (default 3: a repetition is ~30 s at
 //   scale 1, and one sample of a 1-6 s run is too noisy on a shared 2-core machine); the size
 //   series over BENCH_SIZE_REPEAT (default 1: sizes barely vary between repetitions and ten runs
-//   per tool are the costliest part). Every sample is printed.
+//   per tool are the costliest part). Every sample is printed, and beside it the ratio of each
+//   repetition's back-to-back pair and their median (the figure least moved by drift of the
+//   machine between repetitions).
 // - per-GiB figures (seconds, CPU seconds per GiB of source; RSS) are printed so that "flat from
 //   1 to 10 GiB" can be read off a BENCH_SCALE=1 and a BENCH_SCALE=10 run.
 // Disk: the bench needs about (cached set) + 3 x set (engine, three timed runs, today's full
@@ -256,7 +258,17 @@ for (const [phase, title] of PHASES) {
     restic: r,
     ratioWall: e && r ? f1(r.wall / e.wall) : null,
     ratioCpu: e && r ? f1(r.cpu / e.cpu) : null,
+    // Each repetition's pair ran back to back on the same source state: their ratio cancels the
+    // machine's drift between repetitions (CPU seconds of the same work varied by a third here).
+    pairedWall:
+      e && r
+        ? timed[phase].engine
+            .map((x, i) => f1((timed[phase].restic[i]?.seconds ?? Number.NaN) / x.seconds))
+            .filter((x) => x !== null)
+        : null,
   };
+  const p = figures[phase].pairedWall;
+  figures[phase].ratioWallPaired = p === null || p.length === 0 ? null : f1(median(p));
 }
 
 /** Size after `n` runs and the median growth of runs 2.., extrapolated when the series stopped early. */
@@ -331,7 +343,10 @@ if (doTimed) {
     );
     console.log(
       `${''.padEnd(52)} samples: engine ${f.engine.samples.join(' ')}` +
-        (f.restic ? `; restic ${f.restic.samples.join(' ')}` : ''),
+        (f.restic ? `; restic ${f.restic.samples.join(' ')}` : '') +
+        (f.ratioWallPaired === null
+          ? ''
+          : `; restic/engine per repetition ${f.pairedWall.map((x) => x.toFixed(2)).join(' ')} (median ${f.ratioWallPaired.toFixed(2)}x)`),
     );
   }
 }

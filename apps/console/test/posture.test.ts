@@ -144,12 +144,19 @@ t.test('posture: preflight, status, licence and the set-up acknowledgement', asy
   const state = await stack.admin('GET', '/admin/setup-state');
   t.equal(state.body.acknowledged, true, 'the engine keeps the acknowledgement');
   t.equal(state.body.acknowledgement.current, true, 'for the keys in force');
-  await page.getByRole('region', { name: 'Engine status' }).getByText('Set-up acknowledged').waitFor();
-  t.match(
-    await page.getByRole('region', { name: 'Engine status' }).textContent(),
-    /Set-up acknowledgedyes/,
-    'the status shows it',
-  );
+  // The status region reloads after the acknowledgement lands: wait for its answer to change
+  // rather than read it once (it can still say "no" for a moment).
+  await status.getByText('Set-up acknowledged').waitFor();
+  await page
+    .waitForFunction(
+      (el) => /Set-up acknowledgedyes/.test(el?.textContent ?? ''),
+      await status.elementHandle(),
+      {
+        timeout: 10_000,
+      },
+    )
+    .catch(() => undefined);
+  t.match(await status.textContent(), /Set-up acknowledgedyes/, 'the status shows it');
   t.equal(
     await ack.getByRole('button', { name: 'Acknowledge set-up' }).count(),
     0,
