@@ -101,14 +101,6 @@ const MIN_PACK_SIZE = 64 * 1024;
 /** A sealed frame's header before its payload, and header plus tag. */
 const FRAME_HEADER = 32;
 const FRAME_OVERHEAD = 48;
-/**
- * A pack buffer in shared memory: the codec workers read it in place (a plain buffer would be
- * copied into every seal request), and it is reused for the next pack once its pack is stored.
- * The returned view starts FRAME_HEADER bytes into the buffer and leaves room for the tag after
- * `size`, so the pack is sealed in place (`sealOut`): no frame buffer per pack (a fresh 8 MiB
- * buffer per pack was ~1 GiB of short-lived external memory per GiB stored, and the collector's
- * most expensive work in a first run).
- */
 /** A base record's fields other than its content equal these (metadata is flat: scalars only). */
 function sameFields(
   e: IndexEntry,
@@ -127,6 +119,14 @@ function sameFields(
   return n === 0;
 }
 
+/**
+ * A pack buffer in shared memory: the codec workers read it in place (a plain buffer would be
+ * copied into every seal request), and it is reused for the next pack once its pack is stored.
+ * The returned view starts FRAME_HEADER bytes into the buffer and leaves room for the tag after
+ * `size`, so the pack is sealed in place (`sealOut`): no frame buffer per pack (a fresh 8 MiB
+ * buffer per pack was ~1 GiB of short-lived external memory per GiB stored, and the collector's
+ * most expensive work in a first run).
+ */
 function packBuffer(size: number): Buffer {
   return Buffer.from(new SharedArrayBuffer(size + FRAME_OVERHEAD), FRAME_HEADER, size);
 }
