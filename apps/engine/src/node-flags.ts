@@ -14,20 +14,35 @@
  * - `MALLOC_ARENA_MAX=2` (glibc): each thread that frees memory (workers, the libuv pool) gets its
  *   own malloc arena, whose freed space is kept per arena; two arenas saved ~40 MiB of peak RSS
  *   with no measurable CPU cost (the bulk buffers are pooled, malloc is not hot).
+ * - `MALLOC_MMAP_THRESHOLD_=1048576` (glibc): glibc otherwise raises its threshold for serving an
+ *   allocation with its own mapping each time such a block is freed, up to 32 MiB, after which the
+ *   pack and read-back buffers (8-16 MiB) came from the main heap and stayed there, fragmented,
+ *   once freed: 100-110 MiB of `[heap]` after a 1 GiB run. Fixed at 1 MiB, a freed buffer is
+ *   unmapped; smaller blocks (the cipher's 256 KiB pieces) keep coming from the heap. After a run
+ *   the engine held 300-330 MiB, with this and runs/idle-memory.ts 240-265 MiB.
+ * - `--expose-gc`: lets runs/idle-memory.ts run one full collection once no run is in flight, so
+ *   a finished run's buffers are returned then rather than whenever V8 next needs to collect.
  *
  * How: V8 reads the semi-space limit and glibc its arena limit only at start, so they cannot be
  * changed from JavaScript once running. `applyEngineNodeFlags()` re-executes the same program
  * with the settings added through `process.execve` (Node >= 22.15 / 23.11 on POSIX): same
  * process id, same standard streams, same arguments and environment, nothing loaded yet. A flag
- * the operator gave (command line or NODE_OPTIONS) or a MALLOC_ARENA_MAX already set is left
+ * the operator gave (command line or NODE_OPTIONS) or an allocator variable already set is left
  * alone; without `process.execve` (Windows) the engine runs with Node's defaults.
  */
 
 /** The Node flags the engine runs with (docs/operations.md). */
-export const ENGINE_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=8', '--heap-growing-percent=30'];
+export const ENGINE_NODE_FLAGS: readonly string[] = [
+  '--max-semi-space-size=8',
+  '--heap-growing-percent=30',
+  '--expose-gc',
+];
 
 /** The environment the engine runs with, unless already set. */
-export const ENGINE_NODE_ENV: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: '2' };
+export const ENGINE_NODE_ENV: Readonly<Record<string, string>> = {
+  MALLOC_ARENA_MAX: '2',
+  MALLOC_MMAP_THRESHOLD_: '1048576',
+};
 
 /** Set in the re-executed image: never re-execute twice, whatever happened to the flags. */
 const MARK = 'COFFER_ENGINE_NODE_FLAGS_APPLIED';

@@ -13,21 +13,36 @@ const MAIN = join(import.meta.dirname, '..', 'dist', 'main.js');
 t.test(
   'missing settings: flags by name, from the command line or NODE_OPTIONS; env when unset',
   async (t) => {
-    t.same(ENGINE_NODE_FLAGS, ['--max-semi-space-size=8', '--heap-growing-percent=30']);
+    t.same(ENGINE_NODE_FLAGS, ['--max-semi-space-size=8', '--heap-growing-percent=30', '--expose-gc']);
     t.same(missingNodeFlags([], undefined), ENGINE_NODE_FLAGS);
-    t.same(missingNodeFlags(['--max-semi-space-size=32'], undefined), ['--heap-growing-percent=30']);
+    t.same(missingNodeFlags(['--max-semi-space-size=32'], undefined), [
+      '--heap-growing-percent=30',
+      '--expose-gc',
+    ]);
     t.same(
-      missingNodeFlags(['--max_semi_space_size=32', '--heap-growing-percent=50'], undefined),
+      missingNodeFlags(['--max_semi_space_size=32', '--heap-growing-percent=50', '--expose_gc'], undefined),
       [],
       'underscore spelling',
     );
     t.same(
-      missingNodeFlags([], '--enable-source-maps --max-semi-space-size=4 --heap-growing-percent=10'),
+      missingNodeFlags(
+        [],
+        '--enable-source-maps --max-semi-space-size=4 --heap-growing-percent=10 --expose-gc',
+      ),
       [],
     );
     t.same(missingNodeFlags(['--cpu-prof'], '--enable-source-maps'), ENGINE_NODE_FLAGS);
-    t.same(missingNodeEnv({}), { MALLOC_ARENA_MAX: '2' });
-    t.same(missingNodeEnv({ MALLOC_ARENA_MAX: '8' }), {}, "the operator's value is kept");
+    t.same(missingNodeEnv({}), { MALLOC_ARENA_MAX: '2', MALLOC_MMAP_THRESHOLD_: '1048576' });
+    t.same(
+      missingNodeEnv({ MALLOC_ARENA_MAX: '8', MALLOC_MMAP_THRESHOLD_: '131072' }),
+      {},
+      "the operator's values are kept",
+    );
+    t.same(
+      missingNodeEnv({ MALLOC_ARENA_MAX: '8' }),
+      { MALLOC_MMAP_THRESHOLD_: '1048576' },
+      'each on its own',
+    );
   },
 );
 
@@ -79,7 +94,9 @@ t.test(
     const { argv, env, stderr } = await startAndRead(t, []);
     t.ok(argv.includes('--max-semi-space-size=8'), `flags applied: ${argv.slice(1).join(' ')}`);
     t.ok(argv.includes('--heap-growing-percent=30'));
+    t.ok(argv.includes('--expose-gc'));
     t.ok(env.includes('MALLOC_ARENA_MAX=2'), 'allocator setting applied');
+    t.ok(env.includes('MALLOC_MMAP_THRESHOLD_=1048576'), 'allocator setting applied');
     t.equal(argv.at(-1), MAIN, 'same program');
     t.equal(stderr, '', 'nothing on standard error (no warning)');
   },
@@ -89,9 +106,11 @@ t.test(
   "an operator's own values are kept (no re-execution)",
   { skip: process.platform !== 'linux' },
   async (t) => {
-    const { argv, env } = await startAndRead(t, ['--max-semi-space-size=16', '--heap-growing-percent=50'], {
-      MALLOC_ARENA_MAX: '4',
-    });
+    const { argv, env } = await startAndRead(
+      t,
+      ['--max-semi-space-size=16', '--heap-growing-percent=50', '--expose-gc'],
+      { MALLOC_ARENA_MAX: '4', MALLOC_MMAP_THRESHOLD_: '262144' },
+    );
     t.ok(argv.includes('--max-semi-space-size=16'));
     t.notOk(argv.includes('--max-semi-space-size=8'));
     t.ok(env.includes('MALLOC_ARENA_MAX=4'));

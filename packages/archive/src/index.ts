@@ -35,6 +35,7 @@ export {
   isArchiveError,
   SPEC_FAILURE_REASONS,
 } from './errors.ts';
+export { dropSpareBuffers } from './internal/buffer-pool.ts';
 export { isChunkedCheckpoint } from './internal/checkpoint.ts';
 export { CHUNK_PARAMS, type ChunkParams } from './internal/chunker.ts';
 export { MANIFEST_MAX_BYTES, SIGNATURE_MAX_BYTES } from './internal/manifest.ts';

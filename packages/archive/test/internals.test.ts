@@ -6,8 +6,8 @@
  */
 import { createHash } from 'node:crypto';
 import t from 'tap';
-import { createArchiveWriter, verifyRun } from '../src/index.ts';
-import { BufferPool, spareBuffers } from '../src/internal/buffer-pool.ts';
+import { createArchiveWriter, createChunkedWriter, dropSpareBuffers, verifyRun } from '../src/index.ts';
+import { BufferPool, putSpare, spareBuffers } from '../src/internal/buffer-pool.ts';
 import {
   type ChunkedEntryFields,
   canonicalChunkedEntryLine,
@@ -16,7 +16,7 @@ import {
 } from '../src/internal/chunked-index.ts';
 import { canonicalEntryLine, type EntryFields, entryLine } from '../src/internal/index-codec.ts';
 import { BEGIN, END, PREFIX, recordHasher } from '../src/internal/record-hash.ts';
-import { fsStore, keys, pseudoRandom, writerOptions } from './helpers.ts';
+import { chunkedOptions, fsStore, keys, pseudoRandom, writerOptions } from './helpers.ts';
 
 t.test('buffer pool: bounded, FIFO back-pressure, ownership checks', async (t) => {
   const pool = new BufferPool({ size: 1024, count: 2 });
@@ -70,6 +70,65 @@ t.test('buffer pool: shared buffers of a disposed pool are reused by the next po
   second.release(z);
   second.dispose();
 });
+
+t.test(
+  'buffer pool: a cached buffer larger than the pool is taken (the smallest that fits), seen at the pool size',
+  async (t) => {
+    dropSpareBuffers();
+    const big = new Uint8Array(new SharedArrayBuffer(9000));
+    const bigger = new Uint8Array(new SharedArrayBuffer(20000));
+    putSpare(bigger);
+    putSpare(big.subarray(100, 200)); // any view puts the whole buffer
+    putSpare(big);
+    t.equal(spareBuffers(), 2, 'each buffer once');
+    putSpare(new Uint8Array(5000));
+    t.equal(spareBuffers(), 2, 'a plain (not shared) buffer is not cached');
+    const pool = new BufferPool({ size: 8000, count: 2, shared: true });
+    const a = pool.tryAcquire()!;
+    t.equal(a.buffer, big.buffer, 'the smallest cached buffer that fits');
+    t.equal(a.length, 8000, "users see the pool's size");
+    const b = pool.tryAcquire()!;
+    t.equal(b.buffer, bigger.buffer);
+    pool.release(a);
+    pool.release(b.subarray(1));
+    pool.dispose();
+    t.equal(spareBuffers(), 2, 'back in the cache');
+    const small = new BufferPool({ size: 30000, count: 1, shared: true });
+    const fresh = small.tryAcquire()!.buffer;
+    t.ok(fresh !== big.buffer && fresh !== bigger.buffer, 'none fits: allocated afresh');
+    t.equal(dropSpareBuffers(), 2, 'dropSpareBuffers empties the cache and says how many it held');
+    t.equal(spareBuffers(), 0);
+    t.equal(dropSpareBuffers(), 0);
+  },
+);
+
+t.test(
+  'a finished 0.2 writer leaves its pack buffers in the cache, and its read-back opens the packs in them',
+  async (t) => {
+    const { store } = fsStore(t);
+    const k = keys();
+    dropSpareBuffers();
+    const w = await createChunkedWriter(chunkedOptions(store, k, { workers: 1 }));
+    for (let i = 0; i < 6; i++) await w.addRecord({ name: `r${i}`, body: pseudoRandom(150 * 1024, i + 1) });
+    const summary = await w.finish();
+    t.ok(summary.newPacks > 3, `several packs (${summary.newPacks})`);
+    const left = spareBuffers();
+    t.equal(left, 3, 'its three pack buffers (one codec worker + two ahead) went to the cache');
+    const verdict = await verifyRun(store, {
+      job: summary.job,
+      runId: summary.runId,
+      secretKey: k.operational.secretKey,
+      newPacks: summary.packIds,
+      workers: 1,
+    });
+    t.ok(verdict.ok, 'the read-back verifies');
+    t.equal(verdict.checks.shards, summary.newPacks, 'every new pack was read');
+    // The read-back's pool holds four buffers with one worker (two lanes, two ahead): it took the
+    // writer's three and allocated one; had it taken none, seven would be cached now.
+    t.equal(spareBuffers(), 4, 'the read-back opened the packs in the writer buffers');
+    dropSpareBuffers();
+  },
+);
 
 function expected(...parts: Uint8Array[]): string {
   const h = createHash('sha384');

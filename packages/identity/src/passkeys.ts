@@ -14,13 +14,11 @@
  * does not increase, when either side has one, is refused as a possible clone.
  */
 import { randomBytes } from 'node:crypto';
-import {
-  type AuthenticationResponseJSON,
-  generateAuthenticationOptions,
-  generateRegistrationOptions,
-  type PublicKeyCredentialCreationOptionsJSON,
-  type PublicKeyCredentialRequestOptionsJSON,
-  type RegistrationResponseJSON,
+import type {
+  AuthenticationResponseJSON,
+  PublicKeyCredentialCreationOptionsJSON,
+  PublicKeyCredentialRequestOptionsJSON,
+  RegistrationResponseJSON,
   verifyAuthenticationResponse,
   verifyRegistrationResponse,
 } from '@simplewebauthn/server';
@@ -59,6 +57,10 @@ function refusalOf(err: unknown): PasskeyRefusal {
 
 const toB64 = (bytes: Uint8Array) => Buffer.from(bytes).toString('base64url');
 
+// @simplewebauthn/server is loaded with the first ceremony: about 4.6 MiB of heap that an engine
+// whose people sign in otherwise (or not yet) need not hold from start.
+const webauthn = () => import('@simplewebauthn/server');
+
 /**
  * Options for registering a passkey for `email` (the person's user handle is random per
  * registration: it never reveals the email to other sites). `existing` credentials are excluded so
@@ -69,6 +71,7 @@ export async function registrationOptions(
   person: { email: string; displayName?: string },
   existing: readonly StoredPasskey[] = [],
 ): Promise<{ options: PublicKeyCredentialCreationOptionsJSON; challenge: string }> {
+  const { generateRegistrationOptions } = await webauthn();
   const options = await generateRegistrationOptions({
     rpName: rp.name,
     rpID: rp.id,
@@ -91,9 +94,10 @@ export async function verifyRegistration(
   expectedChallenge: string,
 ): Promise<StoredPasskey> {
   if (typeof response !== 'object' || response === null) throw refuse('malformed');
+  const { verifyRegistrationResponse: verify } = await webauthn();
   let result: Awaited<ReturnType<typeof verifyRegistrationResponse>>;
   try {
-    result = await verifyRegistrationResponse({
+    result = await verify({
       response: response as RegistrationResponseJSON,
       expectedChallenge,
       expectedOrigin: rp.origin,
@@ -119,6 +123,7 @@ export async function authenticationOptions(
   rp: RelyingParty,
   credentials: readonly StoredPasskey[] = [],
 ): Promise<{ options: PublicKeyCredentialRequestOptionsJSON; challenge: string }> {
+  const { generateAuthenticationOptions } = await webauthn();
   const options = await generateAuthenticationOptions({
     rpID: rp.id,
     allowCredentials: credentials.map((c) => ({ id: c.id, transports: c.transports })),
@@ -143,9 +148,10 @@ export async function verifyAuthentication(
   if (typeof id !== 'string') throw refuse('malformed');
   const stored = credentials.find((c) => c.id === id);
   if (stored === undefined) throw refuse('unknown-credential');
+  const { verifyAuthenticationResponse: verify } = await webauthn();
   let result: Awaited<ReturnType<typeof verifyAuthenticationResponse>>;
   try {
-    result = await verifyAuthenticationResponse({
+    result = await verify({
       response: response as AuthenticationResponseJSON,
       expectedChallenge,
       expectedOrigin: rp.origin,

@@ -4,7 +4,8 @@
  * and reused; failures are reported to the caller by code only (nodemailer's messages can quote
  * server replies and addresses), and the SMTP password never reaches a log line.
  */
-import { createTransport, type Transporter } from 'nodemailer';
+// nodemailer is loaded with the first message (about 3 MiB of heap a deployment without mail need not hold).
+import type { Transporter } from 'nodemailer';
 import type { EngineConfig } from '../config.ts';
 
 export interface Mailer {
@@ -17,6 +18,7 @@ export function createMailer(config: NonNullable<EngineConfig['mail']>): Mailer 
   const url = new URL(config.url);
   return {
     async send(message) {
+      const { createTransport } = await import('nodemailer');
       transport ??= createTransport({
         host: url.hostname,
         port: Number(url.port || (url.protocol === 'smtps:' ? 465 : 587)),

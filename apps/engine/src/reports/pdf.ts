@@ -8,7 +8,8 @@
  * standard fonts' WinAnsi repertoire (a job name in another script) is printed as `?`; the signed
  * JSON keeps it exactly.
  */
-import { PDFDocument, type PDFFont, type PDFPage, rgb, StandardFonts } from 'pdf-lib';
+// pdf-lib is loaded with the first report (about 3 MiB of heap an engine making none need not hold).
+import type { PDFDocument, PDFFont, PDFPage } from 'pdf-lib';
 import type { AuditAttestationData } from './audit.ts';
 import type { CoverageData } from './coverage.ts';
 import type { DrillsData } from './drills.ts';
@@ -45,12 +46,14 @@ function duration(seconds: number | null | undefined): string {
 /** A top-to-bottom text writer that wraps lines and starts new pages. */
 class Writer {
   private readonly doc: PDFDocument;
+  private readonly rgb: typeof import('pdf-lib').rgb;
   private readonly regular: PDFFont;
   private readonly bold: PDFFont;
   private page: PDFPage;
   private y: number;
-  constructor(doc: PDFDocument, regular: PDFFont, bold: PDFFont) {
+  constructor(doc: PDFDocument, rgb: typeof import('pdf-lib').rgb, regular: PDFFont, bold: PDFFont) {
     this.doc = doc;
+    this.rgb = rgb;
     this.regular = regular;
     this.bold = bold;
     this.page = doc.addPage([PAGE.width, PAGE.height]);
@@ -103,7 +106,7 @@ class Writer {
         y: this.y,
         size,
         font,
-        color: o.color ? rgb(...o.color) : rgb(0, 0, 0),
+        color: o.color ? this.rgb(...o.color) : this.rgb(0, 0, 0),
       });
     }
   }
@@ -216,6 +219,7 @@ export const REPORT_TITLES: Record<ReportKind, string> = {
 
 /** Renders the report body as PDF bytes. Throws only on a pdf-lib failure (an engine bug). */
 export async function renderReportPdf(body: KnownReport): Promise<Uint8Array> {
+  const { PDFDocument, rgb, StandardFonts } = await import('pdf-lib');
   const doc = await PDFDocument.create();
   const title = `Coffer report: ${REPORT_TITLES[body.kind]}`;
   doc.setTitle(title);
@@ -226,6 +230,7 @@ export async function renderReportPdf(body: KnownReport): Promise<Uint8Array> {
   doc.setModificationDate(new Date(body.generatedAt));
   const w = new Writer(
     doc,
+    rgb,
     await doc.embedFont(StandardFonts.Helvetica),
     await doc.embedFont(StandardFonts.HelveticaBold),
   );

@@ -29,6 +29,7 @@ import {
   type RunLogger,
 } from './executor.ts';
 import { type FaultRegistry, faultySource } from './faults.ts';
+import { type IdleMemory, type IdleMemoryOptions, idleMemory } from './idle-memory.ts';
 import { loadInstanceId, newRunId, runLock } from './instance-id.ts';
 import { DEFAULT_LADDER_SECONDS, RunLifecycle } from './lifecycle.ts';
 import { REASON_LEASE_LOST } from './reasons.ts';
@@ -78,6 +79,8 @@ export interface RunServiceOptions {
     ExecutorDeps,
     'checkpointIntervalMs' | 'checkpointCostShare' | 'workers' | 'shardSize' | 'readAhead' | 'baseCache'
   >;
+  /** When and how a finished run's memory is returned (idle-memory.ts; defaults for production). */
+  idleMemory?: IdleMemoryOptions;
 }
 
 export type TriggerResult =
@@ -90,6 +93,8 @@ export class RunService {
   readonly holder: string;
   /** Incremental runs' bases kept from one run of a job to the next (base-cache.ts). */
   readonly baseCache = new ChunkedBaseCache();
+  /** Returns a run's memory once none is in flight (idle-memory.ts). */
+  readonly idleMemory: IdleMemory;
   readonly faults: FaultRegistry | null;
   private readonly o: RunServiceOptions;
   private readonly destinations: ReadonlyMap<string, ObjectStore>;
@@ -107,6 +112,7 @@ export class RunService {
 
   constructor(options: RunServiceOptions) {
     this.o = options;
+    this.idleMemory = idleMemory(options.idleMemory);
     this.now = options.now ?? (() => new Date());
     this.holder = options.instanceId ?? loadInstanceId(options.dataDir);
     this.faults = options.faults ?? null;
@@ -196,6 +202,7 @@ export class RunService {
   /** Stops the timers and every run in flight (each saves its checkpoint); resolves when done. */
   async stop(): Promise<void> {
     this.isStopped = true;
+    this.idleMemory.stop();
     for (const t of this.timers) clearInterval(t);
     this.timers = [];
     await this.tasks.stop();
@@ -343,6 +350,7 @@ export class RunService {
         );
       } finally {
         this.runIds.delete(job.id);
+        this.idleMemory.settled(() => this.runIds.size > 0 || this.isStopped);
       }
     });
   }

@@ -11,45 +11,62 @@
  * transferring them. A shared buffer's memory is freed only once every thread that saw it has
  * collected its copy of the reference, which a worker doing little JavaScript may not do for a
  * long time; so shared buffers of a disposed pool go to a small process-wide cache for the next
- * pool (the next run, the verify after a seal) rather than being dropped and allocated afresh.
- * The cache empties itself after a few idle seconds.
+ * pool (the next run, the verify after a seal) rather than being dropped and allocated afresh;
+ * a finished 0.2 writer puts its pack buffers there too, for its read-back. A pool takes the
+ * smallest cached buffer at least its size. The cache empties itself after a few idle seconds
+ * (or at once: dropSpareBuffers).
  */
 
-/** Shared buffers kept for reuse, by size. */
-const spare = new Map<number, Uint8Array[]>();
+/** Shared buffers kept for reuse, each a view of its whole SharedArrayBuffer. */
+const spare: Uint8Array[] = [];
 const SPARE_MAX = 8;
 const SPARE_IDLE_MS = 5000;
 let spareTimer: ReturnType<typeof setTimeout> | null = null;
 
-function spareCount(): number {
-  let n = 0;
-  for (const list of spare.values()) n += list.length;
-  return n;
-}
-
-function putSpare(b: Uint8Array): void {
-  if (spareCount() >= SPARE_MAX) return;
-  let list = spare.get(b.byteLength);
-  if (list === undefined) {
-    list = [];
-    spare.set(b.byteLength, list);
-  }
-  list.push(b);
+/**
+ * Puts a shared buffer (any view of it) in the process-wide cache, for the next pool that needs
+ * one no larger. A run writer gives its pack buffers here when it is done, so the read-back that
+ * follows opens packs into them instead of allocating as many again beside them.
+ */
+export function putSpare(view: Uint8Array): void {
+  if (!(view.buffer instanceof SharedArrayBuffer) || spare.length >= SPARE_MAX) return;
+  if (spare.some((b) => b.buffer === view.buffer)) return;
+  spare.push(new Uint8Array(view.buffer));
   if (spareTimer !== null) clearTimeout(spareTimer);
   spareTimer = setTimeout(() => {
-    spare.clear();
+    spare.length = 0;
     spareTimer = null;
   }, SPARE_IDLE_MS);
   spareTimer.unref?.();
 }
 
+/** The smallest cached buffer of at least `size` bytes, taken out of the cache. */
 function takeSpare(size: number): Uint8Array | undefined {
-  return spare.get(size)?.pop();
+  let best = -1;
+  for (let i = 0; i < spare.length; i++) {
+    const n = spare[i]!.byteLength;
+    if (n >= size && (best < 0 || n < spare[best]!.byteLength)) best = i;
+  }
+  return best < 0 ? undefined : spare.splice(best, 1)[0];
+}
+
+/**
+ * Empties the archive's process-wide cache of shared buffers now rather than after its few idle
+ * seconds, and returns how many it held: for a process about to sit idle (an engine between runs),
+ * whose garbage collector can then return their memory. The next writer or reader allocates
+ * afresh. Safe at any time: a buffer in the cache is in no one's use.
+ */
+export function dropSpareBuffers(): number {
+  const n = spare.length;
+  spare.length = 0;
+  if (spareTimer !== null) clearTimeout(spareTimer);
+  spareTimer = null;
+  return n;
 }
 
 /** Shared buffers waiting in the process-wide cache (for tests). */
 export function spareBuffers(): number {
-  return spareCount();
+  return spare.length;
 }
 
 export interface BufferPoolOptions {
@@ -95,9 +112,12 @@ export class BufferPool {
     let b = this.free.pop();
     if (b === undefined) {
       if (this.owned.size >= this.count) return null;
+      // A cached buffer may be larger than this pool's: its users see the pool's size of it.
+      const taken = this.shared ? takeSpare(this.size) : undefined;
       b =
-        (this.shared ? takeSpare(this.size) : undefined) ??
-        new Uint8Array(this.shared ? new SharedArrayBuffer(this.size) : new ArrayBuffer(this.size));
+        taken === undefined
+          ? new Uint8Array(this.shared ? new SharedArrayBuffer(this.size) : new ArrayBuffer(this.size))
+          : new Uint8Array(taken.buffer, 0, this.size);
       this.owned.add(b.buffer);
     }
     this.out.add(b.buffer);

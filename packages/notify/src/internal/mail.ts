@@ -4,7 +4,8 @@
  * Failures are reported by code and a fixed message only: nodemailer's messages can quote server
  * replies and addresses.
  */
-import { createTransport } from 'nodemailer';
+// nodemailer is loaded with the first mail (about 3 MiB of heap an engine without an email channel need not hold).
+import type { createTransport } from 'nodemailer';
 import type { MailMessage } from '../payloads.ts';
 import { AttemptFailure } from './http.ts';
 
@@ -19,7 +20,8 @@ export async function mailOnce(config: EmailConfig, message: MailMessage, timeou
     typeof config.transport === 'string'
       ? { url: config.transport }
       : (config.transport as Record<string, unknown>);
-  const transport = createTransport({
+  const { createTransport: create } = await import('nodemailer');
+  const transport = create({
     connectionTimeout: timeoutMs,
     greetingTimeout: timeoutMs,
     socketTimeout: timeoutMs,

@@ -19,7 +19,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import Database from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import { Migrator } from 'kysely/migration';
-import pg from 'pg';
+import type pg from 'pg';
 import { StateError } from '../errors.ts';
 import { migrationProvider } from './migrations.ts';
 import type { Schema } from './schema.ts';
@@ -174,7 +174,9 @@ export class Db {
       const k = new Kysely<Schema>({ dialect: new SqliteDialect({ database: raw }) });
       db = new Db({ backend: 'sqlite', description: `sqlite:${file}`, k, raw, options });
     } else if (/^postgres(ql)?:\/\//i.test(url)) {
-      const pool = new pg.Pool({
+      // pg is loaded only for a PostgreSQL state (SQLite deployments need not hold it).
+      const { default: pgModule } = await import('pg');
+      const pool = new pgModule.Pool({
         connectionString: url,
         max: options.poolMax ?? 10,
         connectionTimeoutMillis: 10000,

@@ -7,7 +7,6 @@
  * on Content-Length before the body is read and counted again while it streams; one deadline
  * covers the whole exchange.
  */
-import { Agent, request } from 'undici';
 import { UpdateError } from '../errors.ts';
 
 /** Same-origin redirects followed at most; a redirect to another origin is always refused. */
@@ -68,6 +67,9 @@ function mapError(e: unknown, signal: AbortSignal): UpdateError {
 export async function openGet(start: URL, options: GetOptions): Promise<OpenResponse> {
   const origin = start.origin;
   const signal = AbortSignal.timeout(options.timeoutMs);
+  // undici is loaded with the first update check: about 5.6 MiB of heap an engine that never
+  // checks (or checks once a day) need not hold from start.
+  const { Agent, request } = await import('undici');
   const agent = new Agent({
     connect: options.ca === undefined ? {} : { ca: options.ca },
     headersTimeout: options.timeoutMs,

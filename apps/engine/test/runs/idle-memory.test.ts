@@ -1,0 +1,65 @@
+/**
+ * A finished run's memory goes back once no run is in flight (src/runs/idle-memory.ts): the
+ * archive's cached pack buffers are dropped and one collection runs; not while a run is in flight.
+ */
+import { dropSpareBuffers } from '@coffer/archive';
+import t from 'tap';
+import { idleMemory } from '../../src/runs/idle-memory.ts';
+import { makeWorld } from './helpers/world.ts';
+
+const files: Record<string, Uint8Array> = {};
+for (let i = 0; i < 10; i++) files[`f/${i}.bin`] = new Uint8Array(4000 + i).fill(i);
+files['large.bin'] = new Uint8Array(3 * 1024 * 1024).map((_, i) => (i * 2654435761) >>> 24);
+
+const tick = (ms = 30) => new Promise((r) => setTimeout(r, ms));
+
+t.test(
+  'after the last run settles, the run buffers the archive cached are dropped and a collection runs',
+  async (t) => {
+    let collected = 0;
+    const w = await makeWorld(t, { files, service: { idleMemory: { delayMs: 20, gc: () => collected++ } } });
+    await w.addJob({ id: 'inc', incremental: true });
+    dropSpareBuffers();
+    const run = await w.runNow('inc');
+    t.equal(run.status, 'ok', JSON.stringify(run.detail));
+    await tick(100);
+    t.equal(collected, 1, 'one collection once the run settled');
+    t.equal(dropSpareBuffers(), 0, 'nothing left in the cache');
+  },
+);
+
+t.test('control: without the release, a run leaves its pack buffers in the cache', async (t) => {
+  let collected = 0;
+  const w = await makeWorld(t, {
+    files,
+    service: { idleMemory: { delayMs: 60_000, gc: () => collected++ } },
+  });
+  await w.addJob({ id: 'inc', incremental: true });
+  dropSpareBuffers();
+  const run = await w.runNow('inc');
+  t.equal(run.status, 'ok', JSON.stringify(run.detail));
+  await tick(100);
+  t.equal(collected, 0);
+  t.ok(dropSpareBuffers() > 0, 'the writer left its buffers for a next pool');
+});
+
+t.test('nothing is released while something is in flight; the release runs once it is not', async (t) => {
+  let collected = 0;
+  const idle = idleMemory({ delayMs: 0, gc: () => collected++ });
+  idle.settled(() => true);
+  await tick();
+  t.equal(collected, 0, 'busy: no collection');
+  idle.settled(() => false);
+  idle.settled(() => false);
+  await tick();
+  t.equal(collected, 1, 'settled twice in a row: one release');
+  idle.settled(() => false);
+  idle.stop();
+  await tick();
+  t.equal(collected, 1, 'stopped: the pending release does not run');
+  t.same(
+    idleMemory({ gc: null }).release(),
+    { buffers: 0, collected: false },
+    'without a collector: drops only',
+  );
+});
