@@ -359,17 +359,14 @@ export function addPacks(map: ChunkMap, packs: readonly PackLine[]): void {
  */
 export async function loadChunkMap(store: ObjectStore, job: string, keys: ChunkKeys): Promise<ChunkMap> {
   const map = emptyChunkMap(keys.keyId);
-  const objects = await listObjects(store, layout.packIndexPrefix(job, keys.keyId));
-  for (const o of objects) {
-    const m = INDEX_NAME.exec(o.key);
-    if (m === null) continue;
-    const bytes = await getPackIndex(store, o.key);
-    const packs = bytes === null ? null : openPackIndex(bytes, job, keys, m[1]!);
+  for (const { key, id } of await listPackIndexes(store, job, keys.keyId)) {
+    const bytes = await getPackIndex(store, key);
+    const packs = bytes === null ? null : openPackIndex(bytes, job, keys, id);
     if (packs === null) {
-      map.unreadable.push(o.key);
+      map.unreadable.push(key);
       continue;
     }
-    map.indexes.push(o.key);
+    map.indexes.push(key);
     addPacks(map, packs);
   }
   return map;
@@ -382,13 +379,22 @@ export async function loadChunkMap(store: ObjectStore, job: string, keys: ChunkK
  */
 export async function chunkMapIsCurrent(store: ObjectStore, job: string, map: ChunkMap): Promise<boolean> {
   const known = new Set([...map.indexes, ...map.unreadable]);
-  let seen = 0;
-  for (const o of await listObjects(store, layout.packIndexPrefix(job, map.keyId))) {
-    if (!INDEX_NAME.test(o.key)) continue;
-    if (!known.has(o.key)) return false;
-    seen++;
+  const listed = await listPackIndexes(store, job, map.keyId);
+  return listed.length === known.size && listed.every((o) => known.has(o.key));
+}
+
+/** The pack index objects of a job's chunk key (other names under the prefix are not indexes). */
+async function listPackIndexes(
+  store: ObjectStore,
+  job: string,
+  keyId: string,
+): Promise<{ key: string; id: string }[]> {
+  const out: { key: string; id: string }[] = [];
+  for (const o of await listObjects(store, layout.packIndexPrefix(job, keyId))) {
+    const m = INDEX_NAME.exec(o.key);
+    if (m !== null) out.push({ key: o.key, id: m[1]! });
   }
-  return seen === known.size;
+  return out;
 }
 
 export { CHUNK_ID };
