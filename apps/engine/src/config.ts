@@ -67,6 +67,8 @@ export interface EngineConfig {
    * and per caller (defaults 2 and 1).
    */
   restoreReads: { perEngine: number; perCaller: number };
+  /** MiB of incremental bases kept between runs (ENGINE_INCREMENTAL_BASE_CACHE_MIB; runs/base-cache.ts); 0: none. */
+  incrementalBaseCacheMiB: number;
   /**
    * ENGINE_SESSION_TTL_SECONDS / ENGINE_TOKEN_SESSION_TTL_SECONDS: cookie session lifetimes for
    * people (default 8 hours) and for token sessions (default 1 hour), docs/identity.md.
@@ -492,6 +494,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
       perEngine: count(env, 'ENGINE_RESTORE_READS_PER_ENGINE', 2, 1, 64),
       perCaller: count(env, 'ENGINE_RESTORE_READS_PER_CALLER', 1, 1, 64),
     },
+    incrementalBaseCacheMiB: count(env, 'ENGINE_INCREMENTAL_BASE_CACHE_MIB', 100, 0, 65_536),
     mail: mail(env),
     firstOwnerEmail: firstOwnerEmail(env),
     notify: notifyConfig(env, cwd),
@@ -534,6 +537,7 @@ export const CONFIG_VARIABLES = [
   'ENGINE_CONNECTIONS_FILE',
   'ENGINE_RESTORE_READS_PER_ENGINE',
   'ENGINE_RESTORE_READS_PER_CALLER',
+  'ENGINE_INCREMENTAL_BASE_CACHE_MIB',
   'ENGINE_SESSION_TTL_SECONDS',
   'ENGINE_TOKEN_SESSION_TTL_SECONDS',
   'ENGINE_SMTP_URL',

@@ -18,6 +18,7 @@ t.test('defaults', async (t) => {
   t.same(c.restoreRoots, []);
   t.equal(c.tls, undefined);
   t.equal(c.perimeter, undefined);
+  t.equal(c.incrementalBaseCacheMiB, 100);
 });
 
 t.test('values are read verbatim from the specification names', async (t) => {
@@ -39,8 +40,15 @@ t.test('values are read verbatim from the specification names', async (t) => {
       ENGINE_DEMO: 'yes',
       ENGINE_RESTORE_ROOTS: ['/restore/a', '/restore/b'].join(':'),
       ENGINE_BREAK_GLASS_PUBLIC_KEY: 'bg.pub',
+      ENGINE_INCREMENTAL_BASE_CACHE_MIB: '400',
     },
     dir,
+  );
+  t.equal(c.incrementalBaseCacheMiB, 400);
+  t.equal(
+    loadConfig({ ENGINE_INCREMENTAL_BASE_CACHE_MIB: '0' }, dir).incrementalBaseCacheMiB,
+    0,
+    '0: none kept',
   );
   t.equal(c.host, '0.0.0.0');
   t.equal(c.port, 9000);
@@ -81,6 +89,9 @@ t.test('bad values stop start-up naming the variable, never echoing the value', 
     [{ HARNESS_TEST_FAULTS: 'sometimes' }, 'HARNESS_TEST_FAULTS'],
     [{ ENGINE_DEMO: '2' }, 'ENGINE_DEMO'],
     [{ ENGINE_LOG_LEVEL: 'loud' }, 'ENGINE_LOG_LEVEL'],
+    [{ ENGINE_INCREMENTAL_BASE_CACHE_MIB: '70000' }, 'ENGINE_INCREMENTAL_BASE_CACHE_MIB'],
+    [{ ENGINE_INCREMENTAL_BASE_CACHE_MIB: '-1' }, 'ENGINE_INCREMENTAL_BASE_CACHE_MIB'],
+    [{ ENGINE_INCREMENTAL_BASE_CACHE_MIB: 'lots' }, 'ENGINE_INCREMENTAL_BASE_CACHE_MIB'],
   ];
   for (const [env, variable] of cases) {
     try {

@@ -34,6 +34,7 @@ async function runsPlugin(app: FastifyInstance, options: RunsPluginOptions): Pro
     dataDir: config.dataDir,
     tickSeconds: config.tickSeconds,
     leaseSeconds: config.runLeaseSeconds,
+    baseCacheMiB: config.incrementalBaseCacheMiB,
     faults: config.harnessTestFaults ? new FaultRegistry() : null,
     // Redis and s3 sources open only through the connections of ENGINE_CONNECTIONS_FILE.
     openSource: (job) => openJobSource(job.source, job.id, config.connections),

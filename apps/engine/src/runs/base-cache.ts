@@ -25,6 +25,14 @@ import type { ObjectStore } from '@coffer/objectstore';
  */
 export const BASE_CACHE_DEFAULT_WEIGHT = 100_000;
 
+/**
+ * The weight budget for `mib` MiB of bases (ENGINE_INCREMENTAL_BASE_CACHE_MIB): 1,000 units per
+ * MiB, from the measured ~1 KiB per unit; undefined: the default.
+ */
+export function baseCacheWeightOf(mib: number | undefined): number {
+  return mib === undefined ? BASE_CACHE_DEFAULT_WEIGHT : mib * 1000;
+}
+
 interface Kept {
   base: ChunkedBase;
   weight: number;

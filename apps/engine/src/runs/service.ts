@@ -18,7 +18,7 @@ import { isStateError, type Lease, type RunRecord, type State } from '@coffer/st
 import type { EngineEvents } from '../events.ts';
 import { jobDestinations, runJobOf } from '../jobs/index.ts';
 import { LeasedTasks } from '../tasks/leased-tasks.ts';
-import { ChunkedBaseCache } from './base-cache.ts';
+import { baseCacheWeightOf, ChunkedBaseCache } from './base-cache.ts';
 import { runDestinations } from './destinations.ts';
 import {
   type AttemptOutcome,
@@ -79,6 +79,8 @@ export interface RunServiceOptions {
     ExecutorDeps,
     'checkpointIntervalMs' | 'checkpointCostShare' | 'workers' | 'shardSize' | 'readAhead' | 'baseCache'
   >;
+  /** MiB of incremental bases kept between runs (default 100; 0: none kept; base-cache.ts). */
+  baseCacheMiB?: number;
   /** When and how a finished run's memory is returned (idle-memory.ts; defaults for production). */
   idleMemory?: IdleMemoryOptions;
 }
@@ -92,7 +94,7 @@ export type TriggerResult =
 export class RunService {
   readonly holder: string;
   /** Incremental runs' bases kept from one run of a job to the next (base-cache.ts). */
-  readonly baseCache = new ChunkedBaseCache();
+  readonly baseCache: ChunkedBaseCache;
   /** Returns a run's memory once none is in flight (idle-memory.ts). */
   readonly idleMemory: IdleMemory;
   readonly faults: FaultRegistry | null;
@@ -113,6 +115,7 @@ export class RunService {
   constructor(options: RunServiceOptions) {
     this.o = options;
     this.idleMemory = idleMemory(options.idleMemory);
+    this.baseCache = new ChunkedBaseCache(baseCacheWeightOf(options.baseCacheMiB));
     this.now = options.now ?? (() => new Date());
     this.holder = options.instanceId ?? loadInstanceId(options.dataDir);
     this.faults = options.faults ?? null;

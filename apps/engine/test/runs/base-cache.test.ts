@@ -6,7 +6,7 @@ import type { ChunkedBase } from '@coffer/archive';
 import { createFsStore } from '@coffer/objectstore';
 import { tempDir } from '@coffer/testkit';
 import t from 'tap';
-import { ChunkedBaseCache } from '../../src/runs/base-cache.ts';
+import { BASE_CACHE_DEFAULT_WEIGHT, baseCacheWeightOf, ChunkedBaseCache } from '../../src/runs/base-cache.ts';
 
 /** A base's shape as the cache reads it (job, runId, record count, chunk count). */
 function base(job: string, runId: string, records: number, chunks: number): ChunkedBase {
@@ -56,3 +56,17 @@ t.test('the budget: the least recently kept goes first; a base heavier than it i
   t.equal(new ChunkedBaseCache(0).weight, 0);
   t.throws(() => new ChunkedBaseCache(-1), TypeError);
 });
+
+t.test(
+  'the budget in MiB (ENGINE_INCREMENTAL_BASE_CACHE_MIB): 1,000 units each; unset: the default',
+  async (t) => {
+    t.equal(baseCacheWeightOf(undefined), BASE_CACHE_DEFAULT_WEIGHT);
+    t.equal(baseCacheWeightOf(100), BASE_CACHE_DEFAULT_WEIGHT, 'the default is 100 MiB');
+    t.equal(baseCacheWeightOf(400), 400_000);
+    t.equal(baseCacheWeightOf(0), 0);
+    const s = createFsStore({ root: tempDir(t, 'coffer-base-cache-') });
+    const none = new ChunkedBaseCache(baseCacheWeightOf(0));
+    none.put(s, base('a', 'r', 1, 0), new Uint8Array([1]));
+    t.equal(none.size, 0, '0 MiB keeps nothing');
+  },
+);

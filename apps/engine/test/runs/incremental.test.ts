@@ -149,6 +149,27 @@ t.test(
   },
 );
 
+t.test(
+  'a budget of 0 MiB (ENGINE_INCREMENTAL_BASE_CACHE_MIB=0) keeps no base: the next run reads it',
+  async (t) => {
+    const w = await makeWorld(t, { files, service: { baseCacheMiB: 0 } });
+    await w.addJob({ id: 'inc', incremental: true });
+    const first = await w.runNow('inc');
+    t.equal(first.status, 'ok');
+    t.equal(w.service.baseCache.size, 0, 'nothing kept');
+    const second = await w.runNow('inc');
+    t.equal(second.status, 'ok', JSON.stringify(second.detail));
+    t.same(
+      w.logs.filter((l) => l.event === 'incremental-base'),
+      [],
+      'no kept base to use (the event is logged only for one): the base was read from the destination',
+    );
+    const m2 = (await readRunManifest(w.destinations.get('default')!, { job: 'inc', runId: second.id }))
+      .document;
+    t.ok(isChunkedManifest(m2) && m2.totals.newBytes === 0, 'still incremental: nothing stored again');
+  },
+);
+
 t.test('a parked incremental run resumes from its checkpoint and stores no pack twice', async (t) => {
   const w = await makeWorld(t, { files });
   const store = w.destinations.get('default')!;
