@@ -67,7 +67,10 @@ export interface EngineConfig {
    * and per caller (defaults 2 and 1).
    */
   restoreReads: { perEngine: number; perCaller: number };
-  /** MiB of incremental bases kept between runs (ENGINE_INCREMENTAL_BASE_CACHE_MIB; runs/base-cache.ts); 0: none. */
+  /**
+   * ENGINE_INCREMENTAL_BASE_CACHE_MIB: MiB of incremental bases kept from one run to the job's
+   * next (runs/base-cache.ts; default 100, 0 keeps none).
+   */
   incrementalBaseCacheMiB: number;
   /**
    * ENGINE_SESSION_TTL_SECONDS / ENGINE_TOKEN_SESSION_TTL_SECONDS: cookie session lifetimes for

@@ -4,7 +4,8 @@
  * and reused; failures are reported to the caller by code only (nodemailer's messages can quote
  * server replies and addresses), and the SMTP password never reaches a log line.
  */
-// nodemailer is loaded with the first message (about 3 MiB of heap a deployment without mail need not hold).
+// nodemailer is loaded with the first message: about 3 MiB of heap that a deployment without
+// mail need not hold.
 import type { Transporter } from 'nodemailer';
 import type { EngineConfig } from '../config.ts';
 

@@ -8,7 +8,8 @@
  * standard fonts' WinAnsi repertoire (a job name in another script) is printed as `?`; the signed
  * JSON keeps it exactly.
  */
-// pdf-lib is loaded with the first report (about 3 MiB of heap an engine making none need not hold).
+// pdf-lib is loaded with the first report: about 3 MiB of heap that an engine making none need
+// not hold.
 import type { PDFDocument, PDFFont, PDFPage } from 'pdf-lib';
 import type { AuditAttestationData } from './audit.ts';
 import type { CoverageData } from './coverage.ts';

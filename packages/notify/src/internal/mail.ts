@@ -4,7 +4,8 @@
  * Failures are reported by code and a fixed message only: nodemailer's messages can quote server
  * replies and addresses.
  */
-// nodemailer is loaded with the first mail (about 3 MiB of heap an engine without an email channel need not hold).
+// nodemailer is loaded with the first mail: about 3 MiB of heap that an engine without an email
+// channel need not hold.
 import type { createTransport } from 'nodemailer';
 import type { MailMessage } from '../payloads.ts';
 import { AttemptFailure } from './http.ts';
