@@ -14,12 +14,15 @@
  * - `MALLOC_ARENA_MAX=2` (glibc): each thread that frees memory (workers, the libuv pool) gets its
  *   own malloc arena, whose freed space is kept per arena; two arenas saved ~40 MiB of peak RSS
  *   with no measurable CPU cost (the bulk buffers are pooled, malloc is not hot).
- * - `MALLOC_MMAP_THRESHOLD_=1048576` (glibc): glibc otherwise raises its threshold for serving an
+ * - `MALLOC_MMAP_THRESHOLD_=524288` (glibc): glibc otherwise raises its threshold for serving an
  *   allocation with its own mapping each time such a block is freed, up to 32 MiB, after which the
- *   pack and read-back buffers (8-16 MiB) came from the main heap and stayed there, fragmented,
- *   once freed: 100-110 MiB of `[heap]` after a 1 GiB run. Fixed at 1 MiB, a freed buffer is
- *   unmapped; smaller blocks (the cipher's 256 KiB pieces) keep coming from the heap. After a run
- *   the engine held 300-330 MiB, with this and runs/idle-memory.ts 240-265 MiB.
+ *   pack and read-back buffers (8-16 MiB) and the index's frames came from the main heap and stayed
+ *   there, fragmented, once freed: 100-110 MiB of `[heap]` after a 1 GiB run, 267 MiB after a
+ *   10 GiB one. Fixed at 512 KiB, a freed block that size or larger is unmapped; the cipher's
+ *   256 KiB pieces keep coming from the heap (at 128 KiB each piece was mapped and unmapped: ~5 %
+ *   more CPU; 512 KiB and 1 MiB measured the same CPU). After a 1 GiB run the engine held
+ *   300-330 MiB, with this and runs/idle-memory.ts 240-265 MiB; after a 10 GiB run with nothing
+ *   changed 817 MiB at 1 MiB, 620 MiB at 512 KiB.
  * - `--expose-gc`: lets runs/idle-memory.ts run one full collection once no run is in flight, so
  *   a finished run's buffers are returned then rather than whenever V8 next needs to collect.
  *
@@ -41,7 +44,7 @@ export const ENGINE_NODE_FLAGS: readonly string[] = [
 /** The environment the engine runs with, unless already set. */
 export const ENGINE_NODE_ENV: Readonly<Record<string, string>> = {
   MALLOC_ARENA_MAX: '2',
-  MALLOC_MMAP_THRESHOLD_: '1048576',
+  MALLOC_MMAP_THRESHOLD_: '524288',
 };
 
 /** Set in the re-executed image: never re-execute twice, whatever happened to the flags. */

@@ -32,7 +32,7 @@ t.test(
       [],
     );
     t.same(missingNodeFlags(['--cpu-prof'], '--enable-source-maps'), ENGINE_NODE_FLAGS);
-    t.same(missingNodeEnv({}), { MALLOC_ARENA_MAX: '2', MALLOC_MMAP_THRESHOLD_: '1048576' });
+    t.same(missingNodeEnv({}), { MALLOC_ARENA_MAX: '2', MALLOC_MMAP_THRESHOLD_: '524288' });
     t.same(
       missingNodeEnv({ MALLOC_ARENA_MAX: '8', MALLOC_MMAP_THRESHOLD_: '131072' }),
       {},
@@ -40,7 +40,7 @@ t.test(
     );
     t.same(
       missingNodeEnv({ MALLOC_ARENA_MAX: '8' }),
-      { MALLOC_MMAP_THRESHOLD_: '1048576' },
+      { MALLOC_MMAP_THRESHOLD_: '524288' },
       'each on its own',
     );
   },
@@ -96,7 +96,7 @@ t.test(
     t.ok(argv.includes('--heap-growing-percent=30'));
     t.ok(argv.includes('--expose-gc'));
     t.ok(env.includes('MALLOC_ARENA_MAX=2'), 'allocator setting applied');
-    t.ok(env.includes('MALLOC_MMAP_THRESHOLD_=1048576'), 'allocator setting applied');
+    t.ok(env.includes('MALLOC_MMAP_THRESHOLD_=524288'), 'allocator setting applied');
     t.equal(argv.at(-1), MAIN, 'same program');
     t.equal(stderr, '', 'nothing on standard error (no warning)');
   },
