@@ -47,6 +47,34 @@ const present = async (job: string, runId: string) =>
   (await listRuns(store, job)).some((r) => r.runId === runId);
 const prune = () => w.e.app.runs.pruneAll();
 
+/**
+ * Holds every read of `runId`'s shards until the returned function is called, so an apply or a
+ * drill of that run is surely still in progress while the prune runs (on a fast machine the 1,500
+ * records were read before the prune had listed the runs). Manifests and the index are not held:
+ * the prune reads those.
+ */
+function holdShardReads(runId: string): () => void {
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  const held = (key: string) => key.includes(`/runs/${runId}/shards/`);
+  const { get, getStream } = store;
+  store.get = async (key, ...rest) => {
+    if (held(key)) await gate;
+    return get.call(store, key, ...rest);
+  };
+  store.getStream = async (key, ...rest) => {
+    if (held(key)) await gate;
+    return getStream.call(store, key, ...rest);
+  };
+  return () => {
+    store.get = get;
+    store.getStream = getStream;
+    open();
+  };
+}
+
 t.test('a pending approval pins its run until it is withdrawn', async (t) => {
   t.equal((await w.post('/restore/approval-policy', { enabled: true, minDelaySeconds: 0 })).status, 200);
   const [older] = await twoRuns('pending', 3);
@@ -98,6 +126,8 @@ t.test('an approved request pins its run until the apply has used it', async (t)
 
 t.test('a restore apply in progress pins its run; the run goes after the apply', async (t) => {
   const [older] = await twoRuns('applying', 1500);
+  const release = holdShardReads(older);
+  t.teardown(release);
   const r = await w.post('/restore', {
     runId: older,
     target: { namespaceId: join(w.roots, 'applying') },
@@ -109,6 +139,7 @@ t.test('a restore apply in progress pins its run; the run goes after the apply',
   const during = (await w.get(`/restore/applies?id=${applyId}`)).json();
   t.equal(during.status, 'running', 'the prune ran while the apply was in progress');
   t.ok(await present('applying', older), 'kept while the apply reads it');
+  release();
   let view = during;
   for (let i = 0; i < 2400 && view.status === 'running'; i++) {
     await new Promise((res) => setTimeout(res, 25));
@@ -122,11 +153,14 @@ t.test('a restore apply in progress pins its run; the run goes after the apply',
 
 t.test('a drill in progress pins its run; the run goes after the drill', async (t) => {
   const [older] = await twoRuns('drilled', 1500);
+  const release = holdShardReads(older);
+  t.teardown(release);
   const started = await w.e.app.drills.start('drilled', { runId: older, trigger: 'manual' });
   if (started.kind !== 'started') throw new Error(`drill: ${started.kind}`);
   await prune();
   t.ok(w.e.app.drills.active, 'the prune ran while the drill was in progress');
   t.ok(await present('drilled', older), 'kept while the drill reads it');
+  release();
   const ev = await started.done;
   t.equal(ev?.verdict, 'pass');
   await prune();
