@@ -836,10 +836,13 @@ class ChunkedRunWriter implements ChunkedWriter {
       this.salt,
       c.compress,
     );
-    await putObject(store, layout.index(job, runId), index.bytes, {
+    // The index is stored while the manifest is signed and its signature stored: the manifest,
+    // the commit point, goes last, once both are in the store.
+    const indexStored = putObject(store, layout.index(job, runId), index.bytes, {
       contentLength: index.size,
       contentType: 'application/octet-stream',
     });
+    indexStored.catch(() => undefined);
 
     const sealedAt = c.now().toISOString();
     const signer = fingerprint(c.signerPublicKey);
@@ -883,10 +886,14 @@ class ChunkedRunWriter implements ChunkedWriter {
       signature: toBase64Url(sign(c.signerSecretKey, manifestBytes, MANIFEST_SIGNATURE_CONTEXT)),
     };
     const sigBytes = canonicalJsonBytes(sigDoc);
-    await putObject(store, layout.signature(job, runId), sigBytes, {
-      contentLength: sigBytes.length,
-      contentType: 'application/json',
-    });
+    const stored = await Promise.allSettled([
+      indexStored,
+      putObject(store, layout.signature(job, runId), sigBytes, {
+        contentLength: sigBytes.length,
+        contentType: 'application/json',
+      }),
+    ]);
+    for (const r of stored) if (r.status === 'rejected') throw r.reason;
     const manifestKey = layout.manifest(job, runId);
     await c.beforeCommit?.();
     await putObject(store, manifestKey, manifestBytes, {

@@ -157,6 +157,11 @@ export async function writeRecoveryFiles(
     [layout.signerPublicKey, utf8(keyFile), 'text/plain; charset=utf-8'],
     [layout.readme, utf8(recoveryReadme(signer, options.formatVersion)), 'text/plain; charset=utf-8'],
   ];
-  for (const [key, body, contentType] of files)
-    await putObject(store, key, body, { contentLength: body.length, contentType });
+  // Independent objects: stored together, every put settled before the first failure is thrown.
+  const stored = await Promise.allSettled(
+    files.map(([key, body, contentType]) =>
+      putObject(store, key, body, { contentLength: body.length, contentType }),
+    ),
+  );
+  for (const r of stored) if (r.status === 'rejected') throw r.reason;
 }

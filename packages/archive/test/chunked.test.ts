@@ -409,3 +409,68 @@ t.test('a checkpoint describes the packs stored so far; the resumed run stores n
   t.ok(v.ok, 'the resumed run verifies');
   t.equal(v.checks.records, records.length);
 });
+
+/** `store` with its `put` replaced (a watched or failing destination). */
+function withPut(store: ObjectStore, put: ObjectStore['put']): ObjectStore {
+  return new Proxy(store, {
+    get(target, prop, receiver) {
+      if (prop === 'put') return put;
+      const v = Reflect.get(target, prop, receiver);
+      return typeof v === 'function' ? v.bind(target) : v;
+    },
+  });
+}
+
+t.test(
+  'the manifest is stored last: after the index and its signature, which are stored together',
+  async (t) => {
+    const k = keys();
+    const { store } = fsStore(t);
+    const { layout } = await import('../src/layout.ts');
+    const index = layout.index('job-a', 'run-0001');
+    const signature = layout.signature('job-a', 'run-0001');
+    const manifest = layout.manifest('job-a', 'run-0001');
+    const events: string[] = [];
+    let letIndexLand: () => void = () => undefined;
+    // Held until the signature is stored, or half a second (a writer storing them one after the
+    // other then shows it in the order of the events instead of hanging).
+    const indexHeld = new Promise<void>((r) => {
+      letIndexLand = r;
+      setTimeout(r, 500);
+    });
+    const watched = withPut(store, async (key, body, options) => {
+      if (key === index) {
+        events.push('index started');
+        await indexHeld;
+      }
+      const r = await store.put(key, body, options);
+      if (key === signature) {
+        events.push('signature stored');
+        letIndexLand();
+      }
+      if (key === index) events.push('index stored');
+      if (key === manifest) events.push('manifest stored');
+      return r;
+    });
+    await writeRun(watched, k, dataSet());
+    t.same(events, ['index started', 'signature stored', 'index stored', 'manifest stored']);
+    t.equal(
+      (await verifyRun(store, { job: 'job-a', runId: 'run-0001', secretKey: k.operational.secretKey })).ok,
+      true,
+    );
+
+    for (const failing of [index, signature]) {
+      const { store: s2 } = fsStore(t);
+      const broken = withPut(s2, async (key, body, options) => {
+        if (key === failing) throw Object.assign(new Error('disk full'), { code: 'ENOSPC' });
+        return s2.put(key, body, options);
+      });
+      await t.rejects(
+        writeRun(broken, k, dataSet()),
+        undefined,
+        `${failing.split('/').pop()} not stored: the run fails`,
+      );
+      t.equal(await s2.head(manifest), null, 'and no manifest commits it');
+    }
+  },
+);

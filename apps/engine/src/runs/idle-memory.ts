@@ -9,11 +9,16 @@
  * 300-330 MiB resident after a run, 240-265 MiB with this (and the allocator setting beside it in
  * node-flags.ts, without which freed buffers stay in glibc's heap).
  *
- * How: once the last run has settled (on the next turn of the event loop; a run started meanwhile
- * cancels it), the archive's cache of shared buffers is dropped and, when the engine runs with
+ * How: once the last run has settled and a second has passed with none started (a run started
+ * meanwhile cancels it), the archive's cache of shared buffers is dropped and, when the engine runs with
  * `--expose-gc` (its own node flags add it), one full collection runs with nothing running: tens
  * of milliseconds after a job of 20,000 files, longer for a job whose base stays kept in memory
  * (about 1 KiB per record is marked).
+ *
+ * Why a second: the collection stops the event loop while it runs, and a client waiting for the
+ * run (the console, a script polling the history) asks right after it settles; at once, its reply
+ * waited up to the whole collection (measured 40-60 ms after a 1 GiB run). A scheduler starting
+ * the next job within the second skips a collection the next run would make moot.
  */
 import { dropSpareBuffers } from '@coffer/archive';
 
@@ -27,14 +32,17 @@ export interface IdleMemory {
 }
 
 export interface IdleMemoryOptions {
-  /** Milliseconds to wait after the last run settles (default 0: the next turn of the event loop). */
+  /** Milliseconds to wait after the last run settles (default 1000). */
   delayMs?: number;
   /** A full collection (default: `globalThis.gc` when the process was started with --expose-gc). */
   gc?: (() => void) | null;
 }
 
+/** The default wait after the last run settled before its memory is handed back. */
+export const IDLE_DELAY_MS = 1000;
+
 export function idleMemory(options: IdleMemoryOptions = {}): IdleMemory {
-  const delay = options.delayMs ?? 0;
+  const delay = options.delayMs ?? IDLE_DELAY_MS;
   const gc = options.gc === undefined ? ((globalThis as { gc?: () => void }).gc ?? null) : options.gc;
   let timer: NodeJS.Timeout | null = null;
   const release = () => {

@@ -4,7 +4,7 @@
  */
 import { dropSpareBuffers } from '@coffer/archive';
 import t from 'tap';
-import { idleMemory } from '../../src/runs/idle-memory.ts';
+import { IDLE_DELAY_MS, idleMemory } from '../../src/runs/idle-memory.ts';
 import { makeWorld } from './helpers/world.ts';
 
 const files: Record<string, Uint8Array> = {};
@@ -62,4 +62,17 @@ t.test('nothing is released while something is in flight; the release runs once 
     { buffers: 0, collected: false },
     'without a collector: drops only',
   );
+});
+
+t.test('by default the release waits a second after the last run settled', async (t) => {
+  let collected = 0;
+  const idle = idleMemory({ gc: () => collected++ });
+  t.equal(IDLE_DELAY_MS, 1000);
+  const settledAt = performance.now();
+  idle.settled(() => false);
+  await tick(IDLE_DELAY_MS / 2);
+  t.equal(collected, 0, 'a client asking right after the run is not held up by a collection');
+  while (collected === 0 && performance.now() - settledAt < IDLE_DELAY_MS * 3) await tick(20);
+  t.equal(collected, 1, 'released once the second passed');
+  t.ok(performance.now() - settledAt >= IDLE_DELAY_MS - 5, 'not before the second');
 });
