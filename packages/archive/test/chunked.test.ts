@@ -467,7 +467,7 @@ t.test(
       });
       await t.rejects(
         writeRun(broken, k, dataSet()),
-        undefined,
+        { code: 'ERR_ARCHIVE_DESTINATION' },
         `${failing.split('/').pop()} not stored: the run fails`,
       );
       t.equal(await s2.head(manifest), null, 'and no manifest commits it');
