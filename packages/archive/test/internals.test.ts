@@ -6,7 +6,13 @@
  */
 import { createHash } from 'node:crypto';
 import t from 'tap';
-import { createArchiveWriter, createChunkedWriter, dropSpareBuffers, verifyRun } from '../src/index.ts';
+import {
+  createArchiveWriter,
+  createChunkedWriter,
+  dropSpareBuffers,
+  openRun,
+  verifyRun,
+} from '../src/index.ts';
 import { BufferPool, putSpare, spareBuffers } from '../src/internal/buffer-pool.ts';
 import {
   type ChunkedEntryFields,
@@ -16,7 +22,7 @@ import {
 } from '../src/internal/chunked-index.ts';
 import { canonicalEntryLine, type EntryFields, entryLine } from '../src/internal/index-codec.ts';
 import { BEGIN, END, PREFIX, recordHasher } from '../src/internal/record-hash.ts';
-import { chunkedOptions, fsStore, keys, pseudoRandom, writerOptions } from './helpers.ts';
+import { chunkedOptions, fsStore, keys, pseudoRandom, runEntries, writerOptions } from './helpers.ts';
 
 t.test('buffer pool: bounded, FIFO back-pressure, ownership checks', async (t) => {
   const pool = new BufferPool({ size: 1024, count: 2 });
@@ -126,6 +132,44 @@ t.test(
     // The read-back's pool holds four buffers with one worker (two lanes, two ahead): it took the
     // writer's three and allocated one; had it taken none, seven would be cached now.
     t.equal(spareBuffers(), 4, 'the read-back opened the packs in the writer buffers');
+    dropSpareBuffers();
+  },
+);
+
+t.test(
+  "a verify returns a pack's buffer once it is hashed; records handed over hold theirs until released",
+  async (t) => {
+    const { store } = fsStore(t);
+    const k = keys();
+    // One record over about ten 64 KiB packs, between two small ones.
+    const w = await createChunkedWriter(chunkedOptions(store, k, { workers: 1 }));
+    await w.addRecord({ name: 'a', body: pseudoRandom(3000, 1) });
+    await w.addRecord({ name: 'big', body: pseudoRandom(640 * 1024, 2) });
+    await w.addRecord({ name: 'z', body: pseudoRandom(3000, 3) });
+    const summary = await w.finish();
+    t.ok(summary.newPacks >= 9, `the big record spans many packs (${summary.newPacks} in all)`);
+    const run = { job: summary.job, runId: summary.runId, secretKey: k.operational.secretKey, workers: 1 };
+
+    dropSpareBuffers();
+    const verdict = await verifyRun(store, run);
+    t.ok(verdict.ok, 'the full verify passes');
+    t.equal(verdict.checks.records, 3);
+    // Its pool's buffers go to the cache when it ends (at most 8 kept): what it allocated.
+    const verifyBuffers = spareBuffers();
+    // With one worker: the pack in use, two opened ahead, two being hashed; not one per pack of the
+    // big record (the cache would then hold its maximum, 8).
+    t.ok(verifyBuffers <= 5, `the verify used ${verifyBuffers} pack buffers`);
+
+    dropSpareBuffers();
+    const opened = await openRun(store, run);
+    const entries = await runEntries(opened);
+    let pieces = 0;
+    for await (const r of opened.readRecords(entries)) {
+      pieces = Math.max(pieces, r.pieces.length);
+      r.release();
+    }
+    t.ok(pieces >= 9, 'the big record was handed over as views of its packs');
+    t.ok(spareBuffers() > verifyBuffers, `a read handing it over needed more (${spareBuffers()})`);
     dropSpareBuffers();
   },
 );

@@ -287,10 +287,17 @@ export async function* streamRecords(
         batch ??= { visit: v, plain, ops: [], ends: [] };
         const flags = (u === 0 ? BEGIN : 0) | (u === list.length - 1 ? END : 0);
         batch.ops.push(p.key, use.offset, use.offset + use.length, flags);
-        if (keep) p.pieces.push(plain.subarray(use.offset, use.offset + use.length));
-        if (!p.visits.has(v)) {
-          p.visits.add(v);
-          v.holds++;
+        // A record handed over with its pieces holds their visits until it is released; one that
+        // only verifies does not (its ranges are read by the hash request, which holds the visit
+        // until the hash thread replied): a verify's buffers return as soon as they are hashed
+        // rather than once the longest record over them verified (a record over eight packs held
+        // eight 10 MiB buffers: a verify's pool grew to 9).
+        if (keep) {
+          p.pieces.push(plain.subarray(use.offset, use.offset + use.length));
+          if (!p.visits.has(v)) {
+            p.visits.add(v);
+            v.holds++;
+          }
         }
         v.uses--;
       }
