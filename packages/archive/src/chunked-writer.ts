@@ -17,20 +17,18 @@ import {
   type Digest,
   fingerprint,
   formatDigest,
-  fromBase64Url,
   randomBytes,
   sha384,
   sign,
   toBase64Url,
 } from '@coffer/crypto';
 import type { ObjectStore } from '@coffer/objectstore';
-import { type ChunkedBase, loadChunkedBase } from './chunked-base.ts';
+import type { ChunkedBase } from './chunked-base.ts';
 import { ArchiveError } from './errors.ts';
 import { putSpare } from './internal/buffer-pool.ts';
 import {
   CHUNKED_CHECKPOINT_FORMAT,
   type ChunkedCheckpointState,
-  openCheckpoint,
   sealCheckpoint,
 } from './internal/checkpoint.ts';
 import { type ChunkKeys, chunkId, chunkKeys, newObjectId, runIndexKey } from './internal/chunk-keys.ts';
@@ -40,7 +38,6 @@ import {
   chunkedEntryLine,
   chunkedHeaderLine,
   emptyChunkMap,
-  loadChunkMap,
   type PackLine,
   packRefLine,
   sealPackIndex,
@@ -90,8 +87,6 @@ import {
   type RecordInput,
   type RecordMetadata,
   type RecordResult,
-  type ResumeArchiveWriterOptions,
-  type ResumePoint,
   type RunSummary,
 } from './types.ts';
 
@@ -278,93 +273,8 @@ export async function createChunkedWriter(options: ChunkedWriterOptions): Promis
   });
 }
 
-/**
- * Continues a 0.2 run from `exportCheckpoint()`: the same run id, chunk key and base; the caller
- * feeds every record again from the first (`resume.recordsDone` is 0), and chunks the earlier
- * attempt stored are referenced, not stored again. Throws ERR_ARCHIVE_CHECKPOINT_UNREADABLE when the
- * checkpoint does not verify with this signer or open with this operational key.
- */
-export async function resumeChunkedWriter(
-  checkpoint: Uint8Array,
-  options: ResumeArchiveWriterOptions & { onPack?: ChunkedWriterOptions['onPack'] },
-): Promise<{ writer: ChunkedWriter; resume: ResumePoint }> {
-  assertRuntime();
-  const signer = signerKeys(options.signerSecretKey);
-  if (!(options.operationalSecretKey instanceof Uint8Array))
-    throw invalid('operationalSecretKey must be a Uint8Array');
-  const { state, operationalPublicKey } = await openCheckpoint<ChunkedCheckpointState>(
-    checkpoint,
-    options.operationalSecretKey,
-    signer.secret,
-    CHUNKED_CHECKPOINT_FORMAT,
-  );
-  let keys: ChunkKeys;
-  let chunker: ContentChunker;
-  try {
-    assertId('job', state.job);
-    assertId('runId', state.runId);
-    keys = chunkKeys(new Uint8Array(fromBase64Url(state.chunkKey)));
-    chunker = new ContentChunker(state.chunking);
-  } catch (e) {
-    throw new ArchiveError('ERR_ARCHIVE_CHECKPOINT_UNREADABLE', { detail: 'state malformed', cause: e });
-  }
-  const { store } = options;
-  if ((await headObject(store, layout.manifest(state.job, state.runId))) !== null) {
-    throw invalid(`run ${state.job}/${state.runId} is already sealed in this destination`);
-  }
-  // The base's records again (a base that no longer opens only costs reads), and the chunk map of
-  // the key, which now includes the packs the earlier attempt described.
-  let baseRecords: ReadonlyMap<string, IndexEntry> = new Map();
-  let baseLines: ReadonlyMap<string, string> = new Map();
-  if (state.baseRunId !== null) {
-    const base = await loadChunkedBase(store, {
-      job: state.job,
-      runId: state.baseRunId,
-      secretKey: options.operationalSecretKey,
-      signerPublicKey: signer.public,
-    }).catch(() => null);
-    if (base !== null && base.keyId === keys.keyId) ({ records: baseRecords, lines: baseLines } = base);
-  }
-  const map = await loadChunkMap(store, state.job, keys);
-  const writer = new ChunkedRunWriter({
-    store,
-    job: state.job,
-    runId: state.runId,
-    prevRunId: state.prevRunId,
-    source: state.source,
-    startedAt: state.startedAt,
-    now: options.now ?? (() => new Date()),
-    keys,
-    map,
-    baseRecords,
-    baseLines,
-    baseRunId: state.baseRunId,
-    recipients: state.recipients,
-    operationalPublicKey,
-    signerSecretKey: signer.secret,
-    signerPublicKey: signer.public,
-    packSize: state.packSize,
-    chunker,
-    compress: state.compress,
-    codec: frameCodec(options.workers),
-    onPack: options.onPack,
-    beforeCommit: options.beforeCommit,
-    writeRecovery: options.writeRecovery ?? true,
-  });
-  return {
-    writer,
-    resume: {
-      job: state.job,
-      runId: state.runId,
-      recordsDone: 0,
-      lastRecordName: null,
-      shardsDone: 0,
-      partial: null,
-    },
-  };
-}
-
-interface Config {
+/** @internal What a writer is built from (createChunkedWriter, or chunked-resume.ts from a checkpoint). */
+export interface Config {
   store: ObjectStore;
   job: string;
   runId: string;
@@ -399,7 +309,8 @@ interface Offloaded {
   begun: boolean;
 }
 
-class ChunkedRunWriter implements ChunkedWriter {
+/** @internal */
+export class ChunkedRunWriter implements ChunkedWriter {
   readonly job: string;
   readonly runId: string;
   private readonly c: Config;

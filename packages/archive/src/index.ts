@@ -19,13 +19,13 @@ export {
   type LoadChunkedBaseOptions,
   loadChunkedBase,
 } from './chunked-base.ts';
+export { resumeChunkedWriter } from './chunked-resume.ts';
 export {
   type ChunkedRunSummary,
   type ChunkedWriter,
   type ChunkedWriterOptions,
   createChunkedWriter,
   type PackEvent,
-  resumeChunkedWriter,
 } from './chunked-writer.ts';
 export {
   ARCHIVE_ERROR_CODES,
