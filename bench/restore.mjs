@@ -31,6 +31,9 @@
 // files just after 20,000 were removed costs 0.1-1 ms of kernel CPU per create, and which tool
 // lands in the block groups of the removed tree depends on where the kernel places directories:
 // removing between restores measured that allocator state as much as either restore.
+// Every timed tool starts after a `sync` (untimed): otherwise it ran while the kernel wrote back
+// the previous tool's gigabyte of restored files, and whichever tool came second paid for it
+// (coffer-recover extract measured 3.9 s alone and 6.1 s right after the engine's restore).
 // - coffer-recover verify (the offline full verify: every pack or shard read, every chunk or
 //   record digest checked) next to `restic check --read-data` of the same data, interleaved per
 //   repetition; BENCH_SKIP_VERIFY=1 leaves it out.
@@ -77,6 +80,8 @@ const {
 } = await startEngine({ work, engineMain, engineArgs, env: { ENGINE_RESTORE_ROOTS: targets } });
 const requireFromEngine = createRequire(join(root, 'apps/engine/package.json'));
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+/** Waits until the previous tool's writes reached the disk (see the header). */
+const flushWrites = () => spawnSync('sync');
 // CPU seconds (user + system, every thread): the engine's from /proc/<pid>/stat, restic's from this
 // process's waited-for children. On a shared machine wall time depends on what else runs; CPU time
 // much less, so both are reported.
@@ -146,6 +151,7 @@ function checkTree(dir, label) {
 
 async function engineRestore(label) {
   const dir = freshTarget();
+  flushWrites();
   engineRss.reset();
   const c0 = engineCpu();
   const t0 = performance.now();
@@ -196,6 +202,7 @@ if (haveRestic) {
 }
 function resticRestore(label) {
   const dir = freshTarget();
+  flushWrites();
   const c0 = childrenCpu();
   const t0 = performance.now();
   const r = spawnMeasured('restic', ['restore', 'latest', '--target', dir], {
@@ -212,6 +219,7 @@ function resticRestore(label) {
 
 /** `restic check --read-data`: every pack read and every blob checked. */
 function resticCheck(label) {
+  flushWrites();
   const c0 = childrenCpu();
   const t0 = performance.now();
   const r = spawnMeasured('restic', ['check', '--read-data', '--quiet'], {
@@ -228,6 +236,7 @@ const haveRecover = given.BENCH_SKIP_RECOVER !== '1';
 const recoverCli = join(root, 'apps/recover/dist/cli.js');
 /** `coffer-recover <command>` on the engine's run with the break-glass key: wall, CPU, peak RSS. */
 function recover(label, command, extra = []) {
+  flushWrites();
   const c0 = childrenCpu();
   const t0 = performance.now();
   const r = spawnMeasured(
@@ -275,6 +284,7 @@ if (given.BENCH_DIRECT === '1') {
   const store = objectstore.createFsStore({ root: join(engineData, 'destination') });
   direct = async (label) => {
     const dir = freshTarget();
+    flushWrites();
     const t0 = performance.now();
     let phaseTwoAt = null;
     const receipt = await restore.applyRestore({
