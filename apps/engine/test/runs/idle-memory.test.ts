@@ -2,9 +2,11 @@
  * A finished run's memory goes back once no run is in flight (src/runs/idle-memory.ts): the
  * archive's cached pack buffers are dropped and one collection runs; not while a run is in flight.
  */
+
+import { spawnSync } from 'node:child_process';
 import { dropSpareBuffers } from '@coffer/archive';
 import t from 'tap';
-import { IDLE_DELAY_MS, idleMemory } from '../../src/runs/idle-memory.ts';
+import { IDLE_DELAY_MS, idleMemory, LAST_RESORT } from '../../src/runs/idle-memory.ts';
 import { makeWorld } from './helpers/world.ts';
 
 const files: Record<string, Uint8Array> = {};
@@ -75,4 +77,19 @@ t.test('by default the release waits a second after the last run settled', async
   while (collected === 0 && performance.now() - settledAt < IDLE_DELAY_MS * 3) await tick(20);
   t.equal(collected, 1, 'released once the second passed');
   t.ok(performance.now() - settledAt >= IDLE_DELAY_MS - 5, 'not before the second');
+});
+
+t.test('the collection asked for is the memory-reducing one, and this Node accepts it', async (t) => {
+  const asked: unknown[] = [];
+  const idle = idleMemory({ gc: (o) => asked.push(o) });
+  t.same(idle.release(), { buffers: 0, collected: true });
+  t.same(asked, [{ type: 'major', execution: 'sync', flavor: 'last-resort' }]);
+  // The real collector under --expose-gc (the engine's own flag), with the same options.
+  const r = spawnSync(
+    process.execPath,
+    ['--expose-gc', '-e', `globalThis.gc(${JSON.stringify(LAST_RESORT)}); process.stdout.write('collected')`],
+    { encoding: 'utf8' },
+  );
+  t.equal(r.status, 0, r.stderr);
+  t.equal(r.stdout, 'collected');
 });
