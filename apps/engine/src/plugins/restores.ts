@@ -20,7 +20,10 @@ export interface RestoresPluginOptions {
 }
 
 async function restoresPlugin(app: FastifyInstance, options: RestoresPluginOptions): Promise<void> {
-  const restores = new RestoreService({
+  // Restores read whole runs too: once the last of them (and of the runs) ended, the engine hands
+  // the memory back (src/runs/idle-memory.ts).
+  const idle = app.runs.idleMemory;
+  const restores: RestoreService = new RestoreService({
     state: app.state,
     keys: app.keys,
     config: app.config,
@@ -29,8 +32,10 @@ async function restoresPlugin(app: FastifyInstance, options: RestoresPluginOptio
     log: app.log,
     holder: app.runs.holder,
     events: app.events,
+    onSettled: () => idle.settled(),
     ...(options.now ? { now: options.now } : {}),
   });
+  idle.addActivity(() => restores.applies.active > 0 || restores.reads.active > 0);
   app.decorate('restores', restores);
   app.addHook('onReady', async () => restores.start());
   app.addHook('preClose', async () => restores.stop());

@@ -97,6 +97,8 @@ export interface ApplyTrackerOptions {
   holder: string;
   /** The notification event bus (app.events); absent: nothing is raised. */
   events?: EngineEvents | null;
+  /** Called when an apply of this process ends (however it ends). */
+  onSettled?: () => void;
 }
 
 export class ApplyTracker {
@@ -109,6 +111,11 @@ export class ApplyTracker {
   /** Leases this process acquired and not yet handed to `launch` (their fencing tokens). */
   private readonly claimed = new Map<string, Lease>();
   private sweepTimer: NodeJS.Timeout | null = null;
+
+  /** Applies running in this process now. */
+  get active(): number {
+    return this.rows.size;
+  }
 
   constructor(options: ApplyTrackerOptions) {
     this.o = options;
@@ -321,6 +328,7 @@ export class ApplyTracker {
         // Its own approval reservation only (released by holder): harmless, and frees it at once.
         await l.release?.();
         this.rows.delete(row.applyId);
+        this.o.onSettled?.();
       }
     });
   }

@@ -15,9 +15,13 @@ export class ReadSlots {
   private inFlight = 0;
   private readonly byCaller = new Map<string, number>();
 
-  constructor(limits: { perEngine: number; perCaller: number }) {
+  /** Called when a read's slot is given back. */
+  private readonly onReleased: (() => void) | undefined;
+
+  constructor(limits: { perEngine: number; perCaller: number }, onReleased?: () => void) {
     this.perEngine = limits.perEngine;
     this.perCaller = limits.perCaller;
+    this.onReleased = onReleased;
   }
 
   /** Reads running now (all callers). */
@@ -39,6 +43,7 @@ export class ReadSlots {
       const left = (this.byCaller.get(caller) ?? 1) - 1;
       if (left <= 0) this.byCaller.delete(caller);
       else this.byCaller.set(caller, left);
+      this.onReleased?.();
     };
   }
 

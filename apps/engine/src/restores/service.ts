@@ -76,6 +76,8 @@ export interface RestoreServiceOptions {
   now?: () => Date;
   /** The notification event bus (app.events); absent: nothing is raised. */
   events?: EngineEvents | null;
+  /** Called when an apply, dry run or verify ends (the engine hands memory back once idle). */
+  onSettled?: () => void;
 }
 
 /** Who asks, as the service needs it (the route builds it from the request). */
@@ -117,13 +119,14 @@ export class RestoreService {
       destinations: options.destinations,
       now: options.now ?? (() => new Date()),
     };
-    this.reads = new ReadSlots(options.config.restoreReads);
+    this.reads = new ReadSlots(options.config.restoreReads, options.onSettled);
     this.applies = new ApplyTracker({
       state: options.state,
       audit: options.audit,
       log: options.log,
       holder: `${options.holder}:restore`,
       events: options.events ?? null,
+      ...(options.onSettled ? { onSettled: options.onSettled } : {}),
     });
   }
 

@@ -10,8 +10,8 @@
  * allocator setting beside it in node-flags.ts, without which freed buffers stay in glibc's heap);
  * 198-228 MiB with the memory-reducing one below.
  *
- * How: once the last run has settled and a second has passed with none started (a run started
- * meanwhile cancels it), the archive's cache of shared buffers is dropped and, when the engine runs with
+ * How: once the last run, restore apply, dry run or verify has settled and a second has passed
+ * with none started (one started meanwhile cancels it), the archive's cache of shared buffers is dropped and, when the engine runs with
  * `--expose-gc` (its own node flags add it), one memory-reducing collection runs with nothing
  * running (V8's "last resort" flavour: full collections until nothing more is freed, compaction,
  * and the freed heap pages handed back to the system). A plain full collection left them mapped:
@@ -28,8 +28,13 @@
 import { dropSpareBuffers } from '@coffer/archive';
 
 export interface IdleMemory {
-  /** Something settled: release once `busy()` is still false after the delay. */
-  settled(busy: () => boolean): void;
+  /**
+   * Something settled: release once, after the delay, neither `busy()` nor any registered
+   * activity is busy.
+   */
+  settled(busy?: () => boolean): void;
+  /** Registers work that holds the release back while it reports busy (runs, restore applies and reads). */
+  addActivity(busy: () => boolean): void;
   /** Releases now; returns how many cached buffers were dropped and whether a collection ran. */
   release(): { buffers: number; collected: boolean };
   /** Cancels a pending release (engine shutdown). */
@@ -56,6 +61,7 @@ export function idleMemory(options: IdleMemoryOptions = {}): IdleMemory {
   const delay = options.delayMs ?? IDLE_DELAY_MS;
   const gc = options.gc === undefined ? ((globalThis as { gc?: Collector }).gc ?? null) : options.gc;
   let timer: NodeJS.Timeout | null = null;
+  const activities: (() => boolean)[] = [];
   const release = () => {
     const buffers = dropSpareBuffers();
     if (gc !== null) gc(LAST_RESORT);
@@ -66,13 +72,16 @@ export function idleMemory(options: IdleMemoryOptions = {}): IdleMemory {
     timer = null;
   };
   return {
-    settled(busy) {
+    settled(busy = () => false) {
       stop();
       timer = setTimeout(() => {
         timer = null;
-        if (!busy()) release();
+        if (!busy() && !activities.some((a) => a())) release();
       }, delay);
       timer.unref();
+    },
+    addActivity(busy) {
+      activities.push(busy);
     },
     release,
     stop,

@@ -115,6 +115,7 @@ export class RunService {
   constructor(options: RunServiceOptions) {
     this.o = options;
     this.idleMemory = idleMemory(options.idleMemory);
+    this.idleMemory.addActivity(() => this.runIds.size > 0 || this.isStopped);
     this.baseCache = new ChunkedBaseCache(baseCacheWeightOf(options.baseCacheMiB));
     this.now = options.now ?? (() => new Date());
     this.holder = options.instanceId ?? loadInstanceId(options.dataDir);
@@ -353,7 +354,7 @@ export class RunService {
         );
       } finally {
         this.runIds.delete(job.id);
-        this.idleMemory.settled(() => this.runIds.size > 0 || this.isStopped);
+        this.idleMemory.settled();
       }
     });
   }

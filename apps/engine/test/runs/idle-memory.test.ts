@@ -93,3 +93,17 @@ t.test('the collection asked for is the memory-reducing one, and this Node accep
   t.equal(r.status, 0, r.stderr);
   t.equal(r.stdout, 'collected');
 });
+
+t.test('a registered activity holds the release back while it reports busy', async (t) => {
+  let collected = 0;
+  let applying = true;
+  const idle = idleMemory({ delayMs: 0, gc: () => collected++ });
+  idle.addActivity(() => applying);
+  idle.settled();
+  await tick();
+  t.equal(collected, 0, 'an apply in flight: no collection');
+  applying = false;
+  idle.settled();
+  await tick();
+  t.equal(collected, 1, 'released once it settled too');
+});
