@@ -77,7 +77,7 @@ export async function startEngine({ work, engineMain, engineArgs = [], env = {} 
     ENGINE_BREAK_GLASS_PUBLIC_KEY: join(work, 'bg.pub'),
     // The benches poll several times a second: at `info` every poll would add request log
     // lines that no user's run produces.
-    ENGINE_LOG_LEVEL: process.env.BENCH_ENGINE_LOG_LEVEL ?? 'warn',
+    ENGINE_LOG_LEVEL: { ...process.env }.BENCH_ENGINE_LOG_LEVEL ?? 'warn',
     ...env,
   };
   const engine = spawn(process.execPath, [...engineArgs, engineMain], {

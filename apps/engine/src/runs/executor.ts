@@ -31,7 +31,6 @@
  */
 import {
   type ChunkedBase,
-  type ChunkedWriter,
   createArchiveWriter,
   createChunkedWriter,
   isArchiveError,

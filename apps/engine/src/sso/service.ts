@@ -104,7 +104,7 @@ export class SsoService {
   /** An enabled connection of `kind`, or null. */
   async enabled(id: string, kind: ConnectionKind): Promise<StoredConnection | null> {
     const c = await this.get(id);
-    return c !== null && c.enabled && c.kind === kind ? c : null;
+    return c?.enabled && c.kind === kind ? c : null;
   }
 
   view(c: StoredConnection) {
