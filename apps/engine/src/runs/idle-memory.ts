@@ -11,10 +11,11 @@
  * 198-228 MiB with the memory-reducing one below.
  *
  * How: once the last run, restore apply, dry run or verify has settled and a second has passed
- * with none started (one started meanwhile cancels it), the archive's cache of shared buffers is dropped and, when the engine runs with
- * `--expose-gc` (its own node flags add it), one memory-reducing collection runs with nothing
- * running (V8's "last resort" flavour: full collections until nothing more is freed, compaction,
- * and the freed heap pages handed back to the system). A plain full collection left them mapped:
+ * with none started (one started meanwhile cancels it), the archive's cache of shared buffers is
+ * dropped and, when the engine runs with `--expose-gc` (its own node flags add it), one
+ * memory-reducing collection runs with nothing running (V8's "last resort" flavour: full
+ * collections until nothing more is freed, compaction, and the freed heap pages handed back to
+ * the system). A plain full collection left them mapped:
  * after a run over 200,000 files the main heap was 77 MiB, yet 460 MiB (first run) and 600 MiB
  * (nothing changed) stayed resident, 1,868 mappings of V8's 256 KiB pages; with this, 226 and
  * 243 MiB. It takes ~100-115 ms at 20,000 and at 200,000 files (a plain one 45-50 ms at 20,000),
@@ -33,7 +34,7 @@ export interface IdleMemory {
    * activity is busy.
    */
   settled(busy?: () => boolean): void;
-  /** Registers work that holds the release back while it reports busy (runs, restore applies and reads). */
+  /** Registers work that holds the release back while it reports busy (runs, restores). */
   addActivity(busy: () => boolean): void;
   /** Releases now; returns how many cached buffers were dropped and whether a collection ran. */
   release(): { buffers: number; collected: boolean };
@@ -48,7 +49,7 @@ export interface IdleMemoryOptions {
   gc?: Collector | null;
 }
 
-/** `globalThis.gc` under `--expose-gc` (V8 ignores options it does not know: a plain full collection). */
+/** `globalThis.gc` under `--expose-gc` (a V8 that does not know the options runs a plain one). */
 export type Collector = (options?: { type: 'major'; execution: 'sync'; flavor: 'last-resort' }) => void;
 
 /** A full, synchronous, memory-reducing collection (see the module comment). */
