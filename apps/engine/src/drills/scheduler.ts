@@ -343,6 +343,8 @@ export class DrillService {
         await releasePin(state.settings, pin.id);
         // The session record belongs to whoever holds the lease now (LeasedTasks releases ours).
         if (!ctx.lost) await state.settings.delete(DRILL_SESSION_SETTING).catch(() => undefined);
+        // A drill reads and restores a whole run: its memory goes back once nothing else runs.
+        this.app.runs.idleMemory.settled();
       }
     });
     const done = handle.done.then((ev) => ev ?? null);

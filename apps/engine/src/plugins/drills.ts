@@ -16,6 +16,8 @@ declare module 'fastify' {
 
 async function drillsPlugin(app: FastifyInstance, options: DrillSchedulerOptions): Promise<void> {
   const drills = new DrillService(app, { events: app.events, ...options });
+  // A drill in flight holds back the engine's idle memory release (src/runs/idle-memory.ts).
+  app.runs.idleMemory.addActivity(() => drills.active !== null);
   app.decorate('drills', drills);
   app.addHook('onReady', async () => {
     drills.startSweep();

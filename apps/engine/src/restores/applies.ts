@@ -112,9 +112,9 @@ export class ApplyTracker {
   private readonly claimed = new Map<string, Lease>();
   private sweepTimer: NodeJS.Timeout | null = null;
 
-  /** Applies running in this process now. */
+  /** Applies of this process claimed or running now. */
   get active(): number {
-    return this.rows.size;
+    return this.rows.size + this.claimed.size;
   }
 
   constructor(options: ApplyTrackerOptions) {
