@@ -341,6 +341,9 @@ export class ChunkedRunWriter implements ChunkedWriter {
   private chunkRefs = 0;
   private newBytes = 0;
   private unchanged = 0;
+  /** The last record `wouldReuse` answered yes for, with its base record. */
+  private reusable: { name: string; change: string; size: number | undefined; prev: IndexEntry } | null =
+    null;
 
   /** Large records' SHA-384 runs on the record-hash thread, reading their chunks in the pack buffer. */
   private readonly hasher: RecordHasher;
@@ -426,12 +429,20 @@ export class ChunkedRunWriter implements ChunkedWriter {
   }
 
   wouldReuse(record: { name: string; size?: number; change?: string }): boolean {
-    return this.unchangedFrom(record.name, record) !== null;
+    const prev = this.unchangedFrom(record.name, record);
+    this.reusable =
+      prev === null ? null : { name: record.name, change: record.change!, size: record.size, prev };
+    return prev !== null;
   }
 
   /** The base record this one may reuse unread: same name, size and change token, every chunk held. */
   private unchangedFrom(name: string, record: { size?: number; change?: string }): IndexEntry | null {
     if (record.change === undefined) return null;
+    // The record just asked about (`wouldReuse`) is usually the one added next: a yes stays a yes
+    // within a run (the chunks held only grow), so it is not looked up again (two map lookups per
+    // chunk; profiled: 40-45 ms of a 20,000-file run with nothing changed).
+    const r = this.reusable;
+    if (r !== null && r.name === name && r.change === record.change && r.size === record.size) return r.prev;
     const prev = this.c.baseRecords.get(name);
     if (prev === undefined || prev.change !== record.change || prev.chunks === undefined) return null;
     if (record.size !== undefined && record.size !== prev.size) return null;

@@ -23,6 +23,7 @@ import type pg from 'pg';
 import { StateError } from '../errors.ts';
 import { migrationProvider } from './migrations.ts';
 import type { Schema } from './schema.ts';
+import { withStatementCache } from './statement-cache.ts';
 
 export type Backend = 'sqlite' | 'postgres';
 export type Tx = Kysely<Schema>;
@@ -171,7 +172,7 @@ export class Db {
       } catch (e) {
         throw mapError(e, 'opening the SQLite state file');
       }
-      const k = new Kysely<Schema>({ dialect: new SqliteDialect({ database: raw }) });
+      const k = new Kysely<Schema>({ dialect: new SqliteDialect({ database: withStatementCache(raw) }) });
       db = new Db({ backend: 'sqlite', description: `sqlite:${file}`, k, raw, options });
     } else if (/^postgres(ql)?:\/\//i.test(url)) {
       // pg is loaded only for a PostgreSQL state (SQLite deployments need not hold it).
