@@ -504,7 +504,8 @@ async function feed(
         shift++;
         continue;
       }
-      const targets = copies.live().filter((l) => l.from <= at);
+      const live = copies.live();
+      const targets = live.every((l) => l.from <= at) ? live : live.filter((l) => l.from <= at);
       const input = {
         name: rec.name,
         size: rec.size,

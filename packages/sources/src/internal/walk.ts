@@ -15,7 +15,7 @@
 import type { Dirent, Stats } from 'node:fs';
 import { lstatSync } from 'node:fs';
 import { lstat, readdir } from 'node:fs/promises';
-import { join } from 'node:path';
+import { join, sep } from 'node:path';
 
 /**
  * `position` is the entry's exact place in the walk order (its raw name bytes, '/'-terminated for a
@@ -64,6 +64,15 @@ function decode(raw: Buffer): string | null {
   } catch {
     return null;
   }
+}
+
+/**
+ * The path of entry `name` (one name from readdir: no separator, never `.` or `..`) in directory
+ * `dir` (absolute and normalized): what `path.join` gives, without its normalization pass, which
+ * built every path character by character (30 MiB of garbage per 20,000 files listed).
+ */
+function under(dir: string, name: string): string {
+  return dir.endsWith(sep) ? `${dir}${name}` : `${dir}${sep}${name}`;
 }
 
 /** Reads and sorts one directory; null when it vanished, a string reason when it cannot be read. */
@@ -148,7 +157,7 @@ export async function* walkTree(root: string, after: Buffer | null): AsyncGenera
       };
       continue;
     }
-    const abs = join(frame.abs, child.text);
+    const abs = under(frame.abs, child.text);
     if (child.kind === 'dir') {
       const children = await readDir(abs, `${name}/`);
       if (children === null) continue;
