@@ -112,9 +112,13 @@ export class ApplyTracker {
   private readonly claimed = new Map<string, Lease>();
   private sweepTimer: NodeJS.Timeout | null = null;
 
-  /** Applies of this process claimed or running now. */
+  /**
+   * Applies running in this process now (launched: a row is set before the 202 reply). Claimed
+   * leases are not counted: one whose launch failed may stay claimed until its lease lapses, and
+   * must not hold back the idle release for that long.
+   */
   get active(): number {
-    return this.rows.size + this.claimed.size;
+    return this.rows.size;
   }
 
   constructor(options: ApplyTrackerOptions) {
