@@ -18,8 +18,6 @@ import {
   fingerprint,
   formatDigest,
   randomBytes,
-  sha384,
-  sign,
   toBase64Url,
 } from '@coffer/crypto';
 import type { ObjectStore } from '@coffer/objectstore';
@@ -44,12 +42,8 @@ import {
 } from './internal/chunked-index.ts';
 import { CHUNK_PARAMS, type ChunkParams, ContentChunker } from './internal/chunker.ts';
 import { type FrameCodec, frameCodec, inlineCodec } from './internal/codec-pool.ts';
-import {
-  chunkKeyAad,
-  MANIFEST_SIGNATURE_CONTEXT,
-  SIGNATURE_FORMAT,
-  type SignatureDocument,
-} from './internal/manifest.ts';
+import { chunkKeyAad } from './internal/manifest.ts';
+import { commitManifest } from './internal/manifest-commit.ts';
 import { storePack, tableBytes, writeTable } from './internal/pack-codec.ts';
 import {
   BEGIN,
@@ -74,7 +68,6 @@ import {
   wrapForRecipients,
 } from './internal/writer-input.ts';
 import { assertId, layout } from './layout.ts';
-import { writeRecoveryFiles } from './recovery.ts';
 import {
   type ArchiveRecipients,
   type ArchiveSource,
@@ -758,14 +751,6 @@ export class ChunkedRunWriter implements ChunkedWriter {
       this.salt,
       c.compress,
     );
-    // The index is stored while the manifest is signed and its signature stored: the manifest,
-    // the commit point, goes last, once both are in the store.
-    const indexStored = putObject(store, layout.index(job, runId), index.bytes, {
-      contentLength: index.size,
-      contentType: 'application/octet-stream',
-    });
-    indexStored.catch(() => undefined);
-
     const sealedAt = c.now().toISOString();
     const signer = fingerprint(c.signerPublicKey);
     const newChunks = this.newPacks.reduce((n, p) => n + p.chunks.length, 0);
@@ -798,36 +783,19 @@ export class ChunkedRunWriter implements ChunkedWriter {
       },
     };
     const manifestBytes = canonicalJsonBytes(doc);
-    const manifestDigest = formatDigest(sha384(manifestBytes));
-    const sigDoc: SignatureDocument = {
-      format: SIGNATURE_FORMAT,
+    const { manifestKey, manifestDigest, sigBytes } = await commitManifest({
+      store,
+      job,
+      runId,
       formatVersion: CHUNKED_FORMAT_VERSION,
-      context: MANIFEST_SIGNATURE_CONTEXT,
-      manifest: manifestDigest,
+      index,
+      manifestBytes,
       signer,
-      signature: toBase64Url(sign(c.signerSecretKey, manifestBytes, MANIFEST_SIGNATURE_CONTEXT)),
-    };
-    const sigBytes = canonicalJsonBytes(sigDoc);
-    const stored = await Promise.allSettled([
-      indexStored,
-      putObject(store, layout.signature(job, runId), sigBytes, {
-        contentLength: sigBytes.length,
-        contentType: 'application/json',
-      }),
-    ]);
-    for (const r of stored) if (r.status === 'rejected') throw r.reason;
-    const manifestKey = layout.manifest(job, runId);
-    await c.beforeCommit?.();
-    await putObject(store, manifestKey, manifestBytes, {
-      contentLength: manifestBytes.length,
-      contentType: 'application/json',
-      ifNoneMatch: '*',
+      signerSecretKey: c.signerSecretKey,
+      signerPublicKey: c.signerPublicKey,
+      beforeCommit: c.beforeCommit,
+      writeRecovery: c.writeRecovery,
     });
-    if (c.writeRecovery)
-      await writeRecoveryFiles(store, {
-        signerPublicKey: c.signerPublicKey,
-        formatVersion: CHUNKED_FORMAT_VERSION,
-      });
 
     let storedBytes = index.size + manifestBytes.length + sigBytes.length;
     for (const p of this.newPacks) storedBytes += p.size;

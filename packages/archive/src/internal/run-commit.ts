@@ -1,7 +1,6 @@
-import { canonicalJsonBytes, fingerprint, formatDigest, sha384, sign, toBase64Url } from '@coffer/crypto';
+import { canonicalJsonBytes, fingerprint, toBase64Url } from '@coffer/crypto';
 import { ArchiveError } from '../errors.ts';
 import { layout } from '../layout.ts';
-import { writeRecoveryFiles } from '../recovery.ts';
 import {
   FORMAT_NAME,
   FORMAT_VERSION,
@@ -10,9 +9,9 @@ import {
   type RunSummary,
 } from '../types.ts';
 import { headerLine } from './index-codec.ts';
-import { MANIFEST_SIGNATURE_CONTEXT, SIGNATURE_FORMAT, type SignatureDocument } from './manifest.ts';
+import { commitManifest } from './manifest-commit.ts';
 import { type SealedIndex, sealLines } from './sealed-lines.ts';
-import { deleteObject, listObjects, putObject } from './store.ts';
+import { deleteObject, listObjects } from './store.ts';
 
 export type { SealedIndex };
 
@@ -96,16 +95,9 @@ export async function commitRun(c: CommitInput): Promise<RunSummary> {
   await c.cfg.beforeCommit?.();
   for (const key of found.keys()) await deleteObject(store, key);
 
-  // The record index (sealed by the caller while the last shards were stored) goes to the store
-  // while the manifest is signed: only the manifest must come after it.
-  const indexKey = layout.index(job, runId);
+  // The record index was sealed by the caller while the last shards were stored.
   const indexSize = c.index.size;
   const indexDigest = c.index.digest;
-  const indexStored = putObject(store, indexKey, c.index.bytes, {
-    contentLength: indexSize,
-    contentType: 'application/octet-stream',
-  });
-  indexStored.catch(() => undefined);
 
   // The signed root manifest; manifest.json is written last and is the commit point.
   const sealedAt = c.cfg.now().toISOString();
@@ -129,36 +121,19 @@ export async function commitRun(c: CommitInput): Promise<RunSummary> {
     totals: { records: c.lines.length, bytes },
   };
   const manifestBytes = canonicalJsonBytes(doc);
-  const manifestDigest = formatDigest(sha384(manifestBytes));
-  const signature = sign(c.cfg.signerSecretKey, manifestBytes, MANIFEST_SIGNATURE_CONTEXT);
-  const sigDoc: SignatureDocument = {
-    format: SIGNATURE_FORMAT,
+  const { manifestKey, manifestDigest, sigBytes } = await commitManifest({
+    store,
+    job,
+    runId,
     formatVersion: FORMAT_VERSION,
-    context: MANIFEST_SIGNATURE_CONTEXT,
-    manifest: manifestDigest,
+    index: c.index,
+    manifestBytes,
     signer,
-    signature: toBase64Url(signature),
-  };
-  const sigBytes = canonicalJsonBytes(sigDoc);
-  const stored = await Promise.allSettled([
-    indexStored,
-    putObject(store, layout.signature(job, runId), sigBytes, {
-      contentLength: sigBytes.length,
-      contentType: 'application/json',
-    }),
-  ]);
-  // The index's failure first, as when the two were stored one after the other.
-  for (const r of stored) if (r.status === 'rejected') throw r.reason;
-  const manifestKey = layout.manifest(job, runId);
-  await c.cfg.beforeCommit?.();
-  // Create-only: of two writers that both reach this point for one run (a paused lease holder
-  // and its successor), exactly one commits; the other fails with the store's precondition error.
-  await putObject(store, manifestKey, manifestBytes, {
-    contentLength: manifestBytes.length,
-    contentType: 'application/json',
-    ifNoneMatch: '*',
+    signerSecretKey: c.cfg.signerSecretKey,
+    signerPublicKey: c.cfg.signerPublicKey,
+    beforeCommit: c.cfg.beforeCommit,
+    writeRecovery: c.cfg.writeRecovery,
   });
-  if (c.cfg.writeRecovery) await writeRecoveryFiles(store, { signerPublicKey: c.cfg.signerPublicKey });
 
   let storedBytes = indexSize + manifestBytes.length + sigBytes.length;
   for (const s of shards) storedBytes += s.size;
