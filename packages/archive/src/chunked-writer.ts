@@ -55,7 +55,7 @@ import {
 } from './internal/record-hash.ts';
 import { runBinding, runTag, sessionSalt } from './internal/run-binding.ts';
 import { assertRuntime } from './internal/runtime.ts';
-import { sealLines } from './internal/sealed-lines.ts';
+import { type SealedIndex, sealLines } from './internal/sealed-lines.ts';
 import { headObject, listObjects, putObject } from './internal/store.ts';
 import {
   bodyChunks,
@@ -708,80 +708,18 @@ export class ChunkedRunWriter implements ChunkedWriter {
     await Promise.all(this.inFlight.splice(0));
     if (this.flightError !== null) throw this.flightError;
     this.givePackBuffers();
-
-    // Every pack the run references must be in the store with the size its description gives:
-    // the new ones just stored, and the older ones (a prune may have removed one since the base was read).
-    const described = new Map<string, PackLine>(c.map.packs);
-    for (const p of this.newPacks) described.set(p.pack, p);
-    const listed = new Map<string, number>();
-    for (const o of await listObjects(store, layout.packDataPrefix(job, c.keys.keyId)))
-      listed.set(o.key, o.size);
-    const refs = [...this.referenced].sort();
-    for (const pack of refs) {
-      const key = layout.pack(job, c.keys.keyId, pack);
-      const line = described.get(pack);
-      const size = listed.get(key);
-      if (line === undefined || size !== line.size) {
-        throw new ArchiveError('ERR_ARCHIVE_TRUNCATED', {
-          object: key,
-          detail:
-            size === undefined ? 'pack not found in the destination' : 'pack size differs in the destination',
-        });
-      }
-    }
+    const { refs, described } = await this.checkReferencedPacks();
     await c.beforeCommit?.();
 
     // The pack index of the new packs goes first: a committed run never references an undescribed chunk.
     await this.flushIndex();
     addPacks(c.map, this.newPacks);
 
-    const indexLines = [
-      chunkedHeaderLine(job, runId, this.lines.length, refs.length),
-      ...this.lines,
-      ...refs.map((pack) => {
-        const line = described.get(pack)!;
-        return packRefLine({ pack, sha256: line.sha256, size: line.size });
-      }),
-    ];
-    const index = sealLines(
-      indexLines,
-      runIndexKey(c.keys, runId),
-      runBinding(job, runId),
-      runTag(job, runId),
-      this.salt,
-      c.compress,
-    );
+    const index = this.sealRunIndex(refs, described);
     const sealedAt = c.now().toISOString();
     const signer = fingerprint(c.signerPublicKey);
     const newChunks = this.newPacks.reduce((n, p) => n + p.chunks.length, 0);
-    const doc: ChunkedManifestDocument = {
-      format: FORMAT_NAME,
-      formatVersion: CHUNKED_FORMAT_VERSION,
-      job,
-      runId,
-      prevRunId: c.prevRunId,
-      startedAt: c.startedAt,
-      sealedAt,
-      source: c.source,
-      signer: { fingerprint: signer, publicKey: toBase64Url(c.signerPublicKey) },
-      recipients: c.recipients,
-      chunkKey: c.keys.keyId,
-      chunking: {
-        minSize: c.chunker.params.minSize,
-        avgSize: c.chunker.params.avgSize,
-        maxSize: c.chunker.params.maxSize,
-        packSize: c.packSize,
-      },
-      index: { size: index.size, sha384: index.digest, chunks: index.chunks },
-      totals: {
-        records: this.lines.length,
-        bytes: this.bytes,
-        chunks: this.chunkRefs,
-        newChunks,
-        newBytes: this.newBytes,
-        packs: refs.length,
-      },
-    };
+    const doc = this.manifestDocument({ index, packs: refs.length, sealedAt, signer, newChunks });
     const manifestBytes = canonicalJsonBytes(doc);
     const { manifestKey, manifestDigest, sigBytes } = await commitManifest({
       store,
@@ -819,6 +757,94 @@ export class ChunkedRunWriter implements ChunkedWriter {
       newPacks: this.newPacks.length,
       unchangedRecords: this.unchanged,
       packIds: this.newPacks.map((p) => p.pack),
+    };
+  }
+
+  /**
+   * Every pack the run references must be in the store with the size its description gives: the
+   * new ones just stored, and the older ones (a prune may have removed one since the base was
+   * read). One listing. Returns the referenced packs in order and every pack's description.
+   */
+  private async checkReferencedPacks(): Promise<{ refs: string[]; described: Map<string, PackLine> }> {
+    const { store, job, keys, map } = this.c;
+    const described = new Map<string, PackLine>(map.packs);
+    for (const p of this.newPacks) described.set(p.pack, p);
+    const listed = new Map<string, number>();
+    for (const o of await listObjects(store, layout.packDataPrefix(job, keys.keyId)))
+      listed.set(o.key, o.size);
+    const refs = [...this.referenced].sort();
+    for (const pack of refs) {
+      const key = layout.pack(job, keys.keyId, pack);
+      const line = described.get(pack);
+      const size = listed.get(key);
+      if (line === undefined || size !== line.size) {
+        throw new ArchiveError('ERR_ARCHIVE_TRUNCATED', {
+          object: key,
+          detail:
+            size === undefined ? 'pack not found in the destination' : 'pack size differs in the destination',
+        });
+      }
+    }
+    return { refs, described };
+  }
+
+  /** The run index (§12.6): header, one line per record, one per referenced pack; sealed. */
+  private sealRunIndex(refs: readonly string[], described: ReadonlyMap<string, PackLine>): SealedIndex {
+    const { c } = this;
+    const lines = [
+      chunkedHeaderLine(c.job, c.runId, this.lines.length, refs.length),
+      ...this.lines,
+      ...refs.map((pack) => {
+        const line = described.get(pack)!;
+        return packRefLine({ pack, sha256: line.sha256, size: line.size });
+      }),
+    ];
+    return sealLines(
+      lines,
+      runIndexKey(c.keys, c.runId),
+      runBinding(c.job, c.runId),
+      runTag(c.job, c.runId),
+      this.salt,
+      c.compress,
+    );
+  }
+
+  /** The signed root manifest of the run (§12.8). */
+  private manifestDocument(o: {
+    index: SealedIndex;
+    packs: number;
+    sealedAt: string;
+    signer: Digest;
+    newChunks: number;
+  }): ChunkedManifestDocument {
+    const { c } = this;
+    return {
+      format: FORMAT_NAME,
+      formatVersion: CHUNKED_FORMAT_VERSION,
+      job: c.job,
+      runId: c.runId,
+      prevRunId: c.prevRunId,
+      startedAt: c.startedAt,
+      sealedAt: o.sealedAt,
+      source: c.source,
+      signer: { fingerprint: o.signer, publicKey: toBase64Url(c.signerPublicKey) },
+      recipients: c.recipients,
+      chunkKey: c.keys.keyId,
+      chunking: {
+        minSize: c.chunker.params.minSize,
+        avgSize: c.chunker.params.avgSize,
+        maxSize: c.chunker.params.maxSize,
+        packSize: c.packSize,
+      },
+      index: { size: o.index.size, sha384: o.index.digest, chunks: o.index.chunks },
+      totals: {
+        records: this.lines.length,
+        bytes: this.bytes,
+        chunks: this.chunkRefs,
+        newChunks: o.newChunks,
+        newBytes: this.newBytes,
+        packs: o.packs,
+      },
     };
   }
 
