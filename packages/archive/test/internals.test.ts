@@ -174,6 +174,50 @@ t.test(
   },
 );
 
+t.test("a pack revisited after another keeps its buffer until the revisit's ranges are hashed", async (t) => {
+  const { store } = fsStore(t);
+  const k = keys();
+  // The reads the plan makes (one codec worker, packs of 64 KiB): p over packs P1-P5; x in P5; y in
+  // P5 and P6; x2 (x again) back to P5, its last use; z (p's start again) reopens P1 and P2, which
+  // left the window. When x2 ends, the reader waits for the first hash request on P5, and P5 has no
+  // use left while x2's ranges of it are gathered but not yet sent to be hashed. z then starts
+  // the P2 read (one ahead) and waits for the P1 one, slowed here: were P5's buffer back in the
+  // pool by then, P2 would land in it under x2's ranges, and x2's digest would fail (the CI run
+  // that found this failed on the golden run-0002 about one verify in seven, under load).
+  const w = await createChunkedWriter(chunkedOptions(store, k, { workers: 1 }));
+  const p = pseudoRandom(300 * 1024, 4);
+  await w.addRecord({ name: 'p', body: p });
+  await w.addRecord({ name: 'x', body: pseudoRandom(30 * 1024, 1) });
+  await w.addRecord({ name: 'y', body: pseudoRandom(60 * 1024, 2) });
+  await w.addRecord({ name: 'x2', body: pseudoRandom(30 * 1024, 1) });
+  await w.addRecord({ name: 'z', body: p.subarray(0, 140 * 1024) });
+  const summary = await w.finish();
+  t.ok(summary.newPacks >= 6, `packs: ${summary.newPacks}`);
+  let packReads = 0;
+  const slowP1Again = new Proxy(store, {
+    get(target, prop, receiver) {
+      if (prop === 'get') {
+        return async (...args: Parameters<typeof store.get>) => {
+          // Reads into a pool buffer are the pack reads, in plan order: P1-P6, then P1 again.
+          if (args[2]?.into !== undefined && ++packReads === 7) await new Promise((r) => setTimeout(r, 300));
+          return store.get(...args);
+        };
+      }
+      const v = Reflect.get(target, prop, receiver);
+      return typeof v === 'function' ? v.bind(target) : v;
+    },
+  });
+  const v = await verifyRun(slowP1Again, {
+    job: summary.job,
+    runId: summary.runId,
+    secretKey: k.operational.secretKey,
+    workers: 1,
+  });
+  t.equal(packReads, 8, 'P1-P6, P1 and P2 again');
+  t.equal(v.ok, true, `the full verify passes: ${JSON.stringify(v.failure)}`);
+  t.equal(v.checks.records, 5);
+});
+
 function expected(...parts: Uint8Array[]): string {
   const h = createHash('sha384');
   for (const p of parts) h.update(p);

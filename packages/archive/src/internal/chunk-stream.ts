@@ -192,15 +192,24 @@ export async function* streamRecords(
   let batch: { visit: Visit; plain: Uint8Array; ops: number[]; ends: Pending[] } | null = null;
   const hashing: { done: Promise<HashDigest[]>; ends: Pending[] }[] = [];
   const openKeys = new Set<number>();
+  // A batch holds its visit from its first range, and hands that hold to its hash request: the
+  // visit's uses may reach zero while the batch is still gathering, and an earlier request on the
+  // same visit (a pack revisited after another) settling then must not return the buffer the
+  // batch is about to hash (it would be reopened with another pack's bytes under it).
+  const gather = (visit: Visit, plain: Uint8Array) => {
+    visit.holds++;
+    return { visit, plain, ops: [] as number[], ends: [] as Pending[] };
+  };
   const flush = () => {
     if (batch === null) return;
     const { visit, plain, ops, ends } = batch;
     batch = null;
     if (ops.length === 0) {
+      visit.holds--;
+      drop(visit);
       hashing.push({ done: Promise.resolve([]), ends });
       return;
     }
-    visit.holds++;
     const done = hasher.run(plain, ops);
     done
       .then(
@@ -284,7 +293,7 @@ export async function* streamRecords(
         }
         const v = use.visit;
         if (batch !== null && batch.visit !== v) flush();
-        batch ??= { visit: v, plain, ops: [], ends: [] };
+        batch ??= gather(v, plain);
         const flags = (u === 0 ? BEGIN : 0) | (u === list.length - 1 ? END : 0);
         batch.ops.push(p.key, use.offset, use.offset + use.length, flags);
         // A record handed over with its pieces holds their visits until it is released; one that
@@ -318,7 +327,8 @@ export async function* streamRecords(
     hasher.forget([...openKeys]);
     // Records never handed over give their holds back; buffers go back once nothing reads them
     // (a hash request still running releases its own when it settles).
-    const left = batch as { ends: Pending[] } | null;
+    const left = batch as { visit: Visit; ends: Pending[] } | null;
+    if (left !== null) left.visit.holds--;
     const pendings = left === null ? [] : [...left.ends];
     for (const h of hashing) pendings.push(...h.ends);
     for (const p of pendings) for (const v of p.visits) v.holds--;
