@@ -254,7 +254,17 @@ export class DrillService {
       return { kind: 'busy', sessionId: raced?.sessionId ?? null };
     }
     this.current = session;
-    await state.settings.set(DRILL_SESSION_SETTING, session);
+    // Recording the session can fail (the state store unavailable): the drill then never starts,
+    // and must not stay current (every later drill would answer busy, and an engine with a drill
+    // in flight never releases its idle memory) nor keep its lease and pin.
+    try {
+      await state.settings.set(DRILL_SESSION_SETTING, session);
+    } catch (e) {
+      this.current = null;
+      await releasePin(state.settings, pin.id).catch(() => undefined);
+      await this.tasks.release(lease).catch(() => undefined);
+      throw e;
+    }
     const actor = options.request
       ? this.app.audit.actorOf(options.request)
       : { actor: { email: null, subject: null, method: 'engine' as const } };

@@ -10,6 +10,7 @@ import { encodeKeyFile, generateRecipient } from '@coffer/crypto';
 import { tempDir } from '@coffer/testkit';
 import t from 'tap';
 import { DRILL_LEASE, type DrillSession } from '../../src/drills/scheduler.ts';
+import { activePins } from '../../src/runs/pins.ts';
 import { bearer, http, startEngine } from '../helpers/engine.ts';
 
 const root = tempDir(t, 'coffer-drill-lease-');
@@ -80,4 +81,42 @@ t.test('a drill whose lease was taken over records nothing', async (t) => {
   );
   t.match(e.logs.join(''), /drill-lease-lost|ERR_STATE_LEASE_LOST/, 'the loss is logged');
   takeOver = null;
+});
+
+t.test('a drill whose session record cannot be stored leaves no drill, lease or pin behind', async (t) => {
+  // The state store fails the one write that records the session (as a locked or lost database
+  // would): the drill must not stay current, or every later drill answers busy and the engine
+  // never releases its idle memory.
+  const settings = state.settings;
+  // The replica of the test before gives its lease back.
+  const held = await state.leases.get(DRILL_LEASE);
+  if (held) await state.leases.release(DRILL_LEASE, held.holder);
+  await settings.delete('drill.session');
+  const set = settings.set.bind(settings);
+  let failed = 0;
+  settings.set = (async (key: string, value: unknown) => {
+    if (key === 'drill.session' && failed === 0) {
+      failed++;
+      throw Object.assign(new Error('database is locked'), { code: 'ERR_STATE_UNAVAILABLE' });
+    }
+    return set(key, value);
+  }) as typeof settings.set;
+  t.teardown(() => {
+    settings.set = set;
+  });
+  const r = await api('/drill/run', { job: 'docs' });
+  t.equal(failed, 1, 'the session write failed');
+  t.ok(r.status >= 500, `the drill was refused (${r.status})`);
+  t.equal(e.app.drills.active, null, 'no drill is current');
+  t.equal(
+    await state.leases.get(DRILL_LEASE).then((l) => (l && l.expiresAt > Date.now() ? l : null)),
+    null,
+    'the lease is free',
+  );
+  const pins = (await activePins(settings, new Date())).filter((p) => p.purpose === 'drill');
+  t.same(pins, [], 'no drill pin is left');
+  const again = await api('/drill/run', { job: 'docs' });
+  t.equal(again.status, 202, `the next drill starts: ${again.text}`);
+  for (let i = 0; i < 400 && e.app.drills.active; i++) await new Promise((res) => setTimeout(res, 25));
+  t.equal(e.app.drills.active, null, 'and ends');
 });
