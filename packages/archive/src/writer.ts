@@ -17,7 +17,7 @@ import { frameCodec } from './internal/codec-pool.ts';
 import { dataKeyAad, isChunkedVersion, isSupportedVersion } from './internal/manifest.ts';
 import { RunWriter } from './internal/run-writer.ts';
 import { assertRuntime } from './internal/runtime.ts';
-import { headObject } from './internal/store.ts';
+import { deleteObject, headObject, listObjects } from './internal/store.ts';
 import {
   checkSource,
   clampShardSize,
@@ -119,6 +119,11 @@ export async function resumeArchiveWriter(
   if ((await headObject(options.store, layout.manifest(state.job, state.runId))) !== null) {
     throw invalid(`run ${state.job}/${state.runId} is already sealed in this destination`);
   }
+  // Shards stored after the checkpoint by the attempt that crashed are in the way of this one's
+  // create-only puts of the same numbers: they go now (the checkpoint's own are never touched).
+  const kept = new Set(state.shards.map((_, i) => layout.shard(state.job, state.runId, i)));
+  for (const o of await listObjects(options.store, layout.shardsPrefix(state.job, state.runId)))
+    if (!kept.has(o.key)) await deleteObject(options.store, o.key);
   const now = options.now ?? (() => new Date());
   const writer = new RunWriter(
     {

@@ -309,6 +309,13 @@ t.test(
     const before = await store.head(first.manifestKey);
     await t.rejects(resumed.finish(), { code: 'ERR_ARCHIVE_DESTINATION' }, 'the second commit is refused');
     t.same(await store.head(first.manifestKey), before, 'the first manifest is untouched');
+    // Nor its index and signature (the second writer's puts are create-only as well).
+    const v = await verifyRun(store, {
+      job: first.job,
+      runId: first.runId,
+      secretKey: k.operational.secretKey,
+    });
+    t.equal(v.ok, true, `the committed run still verifies: ${JSON.stringify(v.failure)}`);
   },
 );
 
@@ -414,3 +421,47 @@ t.test('a resumed writer whose checkpoint holds the final shard refuses more rec
     code: 'ERR_ARCHIVE_RESUME_DIVERGENT',
   });
 });
+
+t.test(
+  "a holder that stood still past its lease while its successor committed replaces none of the committed run's objects",
+  async (t) => {
+    const k = keys();
+    const { store } = fsStore(t);
+    const recs = [0, 1, 2, 3].map((i) => ({ name: `r/${i}`, body: pseudoRandom(100_000, 40 + i) }));
+    let checkpoint: Uint8Array | null = null;
+    // The paused holder: its records are in, its last shard and its commit are still to come.
+    const paused = await createArchiveWriter(
+      writerOptions(store, k, {
+        shardSize: 64 * 1024,
+        onShard: async () => {
+          checkpoint ??= await paused.exportCheckpoint();
+        },
+      }),
+    );
+    for (const r of recs) await paused.addRecord(r);
+    // (Shards are stored behind addRecord: the first one's checkpoint comes when it is stored.)
+    for (let i = 0; i < 200 && checkpoint === null; i++) await new Promise((r) => setTimeout(r, 10));
+    // Its successor resumes from the checkpoint and commits the run.
+    const { writer, resume } = await resumeArchiveWriter(checkpoint!, {
+      store,
+      signerSecretKey: k.signer.secretKey,
+      operationalSecretKey: k.operational.secretKey,
+    });
+    for (const r of recs.slice(resume.recordsDone)) await writer.addRecord(r);
+    const committed = await writer.finish();
+    const listed = async () =>
+      (await store.list('jobs/job-a/runs/run-0001/')).objects.map(
+        (o) => `${o.key} ${o.size} ${o.etag ?? ''}`,
+      );
+    const before = await listed();
+    // The paused holder wakes: its final shard is in the way of the successor's, and it stops.
+    await t.rejects(paused.finish(), { code: 'ERR_ARCHIVE_DESTINATION' }, 'the paused holder stops');
+    const v = await verifyRun(store, {
+      job: committed.job,
+      runId: committed.runId,
+      secretKey: k.operational.secretKey,
+    });
+    t.equal(v.ok, true, `the committed run verifies: ${JSON.stringify(v.failure)}`);
+    t.same(await listed(), before, 'no object of the run was replaced');
+  },
+);

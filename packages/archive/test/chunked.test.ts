@@ -3,7 +3,7 @@
 import { readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ObjectStore } from '@coffer/objectstore';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { openChunkedIndex } from '../src/chunked-reader.ts';
 import {
   CHUNKED_FORMAT_VERSION,
@@ -474,3 +474,104 @@ t.test(
     }
   },
 );
+
+/** A writer of run-0001 checkpointed after its first records, and a successor resumed from it. */
+async function twoHolders(t: Test, store: ObjectStore, k: Keys, fence?: () => void) {
+  const a = await createChunkedWriter(chunkedOptions(store, k, fence ? { beforeCommit: fence } : {}));
+  const records = dataSet();
+  for (const r of records.slice(0, 20)) await a.addRecord(r);
+  const cp = await a.exportCheckpoint();
+  for (const r of records.slice(20)) await a.addRecord(r);
+  const resumed = await resumeChunkedWriter(cp, {
+    store,
+    signerSecretKey: k.signer.secretKey,
+    operationalSecretKey: k.operational.secretKey,
+  });
+  for (const r of dataSet()) await resumed.writer.addRecord(r);
+  t.teardown(() => a.abort().catch(() => undefined));
+  return { a, b: resumed.writer, records };
+}
+
+t.test(
+  "a holder that passed its fence, then stood still past its lease while its successor committed, does not replace the committed run's index or signature",
+  async (t) => {
+    const { store } = fsStore(t);
+    const k = keys();
+    // The fence holds at the writer's first check (before the pack index and run index are
+    // stored) and fails at the next: the lease was taken over while this writer stood still.
+    let checks = 0;
+    const lost = Object.assign(new Error('lease lost'), { code: 'ERR_STATE_LEASE_LOST' });
+    const { a, b, records } = await twoHolders(t, store, k, () => {
+      if (++checks > 1) throw lost;
+    });
+    const committed = await b.finish();
+    const before = await Promise.all(
+      ['index.bin', 'manifest.sig', 'manifest.json'].map((f) => store.head(`jobs/job-a/runs/run-0001/${f}`)),
+    );
+    await t.rejects(a.finish(), { code: 'ERR_ARCHIVE_DESTINATION' }, 'the stale commit is refused');
+    t.equal(checks, 1, 'refused at its index put, before its second check');
+    t.same(
+      await Promise.all(
+        ['index.bin', 'manifest.sig', 'manifest.json'].map((f) =>
+          store.head(`jobs/job-a/runs/run-0001/${f}`),
+        ),
+      ),
+      before,
+      'index, signature and manifest are the successor’s',
+    );
+    const v = await verifyRun(store, {
+      job: 'job-a',
+      runId: committed.runId,
+      secretKey: k.breakGlass.secretKey,
+    });
+    t.equal(v.ok, true, `the committed run verifies: ${JSON.stringify(v.failure)}`);
+    t.equal(v.checks.records, records.length);
+  },
+);
+
+t.test(
+  'a resumed writer replaces the index and signature an attempt left without its manifest',
+  async (t) => {
+    const { store } = fsStore(t);
+    const k = keys();
+    const manifest = 'jobs/job-a/runs/run-0001/manifest.json';
+    // The first attempt dies between its signature and its manifest.
+    let dead = true;
+    const dying = withPut(store, async (key, body, options) => {
+      if (dead && key === manifest)
+        throw Object.assign(new Error('killed'), { code: 'ERR_OBJECTSTORE_FAULT' });
+      return store.put(key, body, options);
+    });
+    const { a, b, records } = await twoHolders(t, dying, k);
+    await t.rejects(a.finish(), { code: 'ERR_ARCHIVE_DESTINATION' }, 'the first attempt dies');
+    t.not(await store.head('jobs/job-a/runs/run-0001/index.bin'), null, 'it left its index');
+    t.not(await store.head('jobs/job-a/runs/run-0001/manifest.sig'), null, 'and its signature');
+    dead = false;
+    const done = await b.finish();
+    const v = await verifyRun(store, { job: 'job-a', runId: done.runId, secretKey: k.breakGlass.secretKey });
+    t.equal(v.ok, true, `the resumed run verifies: ${JSON.stringify(v.failure)}`);
+    t.equal(v.checks.records, records.length);
+  },
+);
+
+t.test('a create-only put retried after its reply was lost finds its own bytes and goes on', async (t) => {
+  const { store } = fsStore(t);
+  const k = keys();
+  // As an S3 client's retry does: the first attempt stored the object, its reply never came, the
+  // retry is refused as a precondition failure.
+  const retried = new Set<string>();
+  const lossy = withPut(store, async (key, body, options) => {
+    const r = await store.put(key, body, options);
+    if (options?.ifNoneMatch === '*' && /runs\/run-0001\/(index\.bin|manifest\.sig)$/.test(key)) {
+      retried.add(key.split('/').at(-1)!);
+      return store.put(key, body, options);
+    }
+    return r;
+  });
+  const w = await createChunkedWriter(chunkedOptions(lossy, k));
+  for (const r of dataSet()) await w.addRecord(r);
+  const done = await w.finish();
+  t.same([...retried].sort(), ['index.bin', 'manifest.sig'], 'both puts were refused on their retry');
+  const v = await verifyRun(store, { job: 'job-a', runId: done.runId, secretKey: k.breakGlass.secretKey });
+  t.equal(v.ok, true, 'the run committed and verifies');
+});

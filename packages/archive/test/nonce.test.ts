@@ -23,8 +23,11 @@ function keeping(store: ObjectStore, puts: Put[], refuse?: (key: string) => bool
       if (prop === 'put') {
         return async (key: string, body: Uint8Array, options?: object) => {
           if (refuse?.(key)) throw Object.assign(new Error('injected'), { code: 'ERR_OBJECTSTORE_FAULT' });
-          puts.push({ key, bytes: Uint8Array.from(body) });
-          return target.put(key, body, options);
+          // Only what the store took (a create-only put it refused stored nothing).
+          const bytes = Uint8Array.from(body);
+          const r = await target.put(key, body, options);
+          puts.push({ key, bytes });
+          return r;
         };
       }
       const v = Reflect.get(target, prop, receiver);

@@ -230,10 +230,11 @@ class FsStore implements ObjectStore {
       const tmpName = `.coffer-tmp\\${randomBytes(12).toString('hex')}`;
       let dir = '';
       let handle: FileHandle | undefined;
-      // A concurrent delete may prune the directory between ensureDir and open: retry.
+      // A concurrent delete may prune the directories while they are made or before the open:
+      // retry.
       for (let attempt = 0; handle === undefined; attempt++) {
-        dir = await this.#ensureDir(key, op);
         try {
+          dir = await this.#ensureDir(key, op);
           handle = await open(
             join(dir, tmpName),
             constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL,
@@ -474,19 +475,30 @@ class FsStore implements ObjectStore {
         throw err;
       }
       if (st.isDirectory()) return; // a "directory" is not an object
-      await unlink(target);
+      try {
+        await unlink(target);
+      } catch (err) {
+        // Deleted meanwhile by a concurrent delete of the same key: as S3, that is success.
+        if (errnoOf(err) === 'ENOENT') return;
+        throw err;
+      }
       // Prune now-empty parents so listings stay fast; stop at the first non-empty one.
       const realRoot = await this.#realRootPath();
       let current = dir;
       while (current !== realRoot && this.#inside(realRoot, current)) {
         try {
           await rmdir(current);
-        } catch {
-          break;
+        } catch (err) {
+          // Gone already: a concurrent delete in the same directory pruned it (its parent may be
+          // empty now as well). Anything else (not empty) ends the pruning.
+          if (errnoOf(err) !== 'ENOENT') break;
         }
         current = dirname(current);
       }
-      await fsyncDir(current);
+      await fsyncDir(current).catch((err: unknown) => {
+        // Pruned by a concurrent delete after this one stopped: nothing left to make durable.
+        if (errnoOf(err) !== 'ENOENT') throw err;
+      });
     } catch (err) {
       throw this.#fail(err, 'delete', key);
     }

@@ -28,6 +28,7 @@ import { type CheckpointPartial, type CheckpointState, sealCheckpoint } from './
 import { type FrameCodec, inlineCodec } from './codec-pool.ts';
 import { entryLine } from './index-codec.ts';
 import { MANIFEST_MAX_SHARDS } from './manifest.ts';
+import { holds, isPreconditionFailed } from './put-once.ts';
 import { BEGIN, END, OFFLOAD_MIN, PREFIX, type RecordHasher, recordHasher } from './record-hash.ts';
 import { runBinding, runTag, sessionSalt } from './run-binding.ts';
 import { commitRun, sealIndex } from './run-commit.ts';
@@ -483,10 +484,32 @@ export class RunWriter implements ArchiveWriter {
         out: held,
       });
       const key = layout.shard(this.job, this.runId, index);
+      // Create-only: a shard in the way is never replaced here. It is this writer's own when a
+      // retried put found its first attempt's object (same digest); else another writer of the
+      // run stored it (a successor after this one stood still past its lease, or one this writer
+      // resumed after while it still ran), and this attempt stops. A resume deletes the shards
+      // past its checkpoint first, so an attempt's leftovers are not in its way.
+      const digest = r.digest;
+      const size = r.frame.length;
       await putObject(this.cfg.store, key, r.frame, {
-        contentLength: r.frame.length,
+        contentLength: size,
         contentType: 'application/octet-stream',
         onBodyWritten: release,
+        ifNoneMatch: '*',
+      }).catch(async (e: unknown) => {
+        if (!isPreconditionFailed(e)) throw e;
+        if (
+          await holds(this.cfg.store, key, size, (there) =>
+            hashOnce('sha384', there, 'buffer').equals(digest),
+          )
+        )
+          return;
+        throw new ArchiveError('ERR_ARCHIVE_DESTINATION', {
+          object: key,
+          detail: 'another writer of this run stored this shard',
+          storeErrorCode: 'ERR_OBJECTSTORE_PRECONDITION_FAILED',
+          cause: e,
+        });
       });
       this.shards[index] = {
         size: r.frame.length,
