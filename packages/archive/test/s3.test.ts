@@ -57,7 +57,7 @@ t.test(
   async (t) => {
     const b = await createTestBucket('archive-stalled');
     if (b.kind !== 'radosgw') {
-      t.skip(`${b.kind} ignores If-None-Match: nothing to prove against it`);
+      t.plan(0, `${b.kind} ignores If-None-Match: nothing to prove against it`);
       return;
     }
     const store = createS3Store({
