@@ -1,9 +1,9 @@
 /**
  * What a create-only put of a run's own object (shard, index, signature) found in the way. Those
  * puts are create-only so that a writer paused past its lease, waking after its successor took
- * the run over, cannot replace what the successor stored (docs/archive-format.md §7, "Commit").
- * The object in the way may still be the writer's own: an S3 client retries a put whose reply
- * was lost, and the retry is refused by the first attempt's object.
+ * the run over, cannot replace what the successor stored (docs/archive-format.md §8, "Write
+ * (seal)", step 8). The object in the way may still be the writer's own: an S3 client retries a
+ * put whose reply was lost, and the retry is refused by the first attempt's object.
  */
 import type { ObjectStore } from '@coffer/objectstore';
 import { ArchiveError } from '../errors.ts';
