@@ -1,6 +1,6 @@
 /** One smoke round trip against the S3-compatible server on loopback (radosgw, or s3rver locally). */
 import { createS3Store } from '@coffer/objectstore';
-import { createTestBucket } from '@coffer/testkit';
+import { createTestBucket, type TestBucket } from '@coffer/testkit';
 import t from 'tap';
 import {
   createArchiveWriter,
@@ -13,10 +13,9 @@ import {
 } from '../src/index.ts';
 import { chunkedOptions, keys, pseudoRandom, readAll, sealRun, text, writerOptions } from './helpers.ts';
 
-t.test('seal, list, verify and read a run on S3', async (t) => {
-  const b = await createTestBucket('archive');
-  t.comment(`S3 server: ${b.kind}`);
-  const store = createS3Store({
+/** The archive's destination in a test bucket. */
+const storeIn = (b: TestBucket) =>
+  createS3Store({
     bucket: b.bucket,
     prefix: 'dest/coffer',
     endpoint: b.endpoint,
@@ -24,6 +23,11 @@ t.test('seal, list, verify and read a run on S3', async (t) => {
     forcePathStyle: true,
     credentials: b.credentials,
   });
+
+t.test('seal, list, verify and read a run on S3', async (t) => {
+  const b = await createTestBucket('archive');
+  t.comment(`S3 server: ${b.kind}`);
+  const store = storeIn(b);
   const k = keys();
   const records = [
     { name: 'a.txt', body: text(200_000, 1) },
@@ -60,14 +64,7 @@ t.test(
       t.plan(0, `${b.kind} ignores If-None-Match: nothing to prove against it`);
       return;
     }
-    const store = createS3Store({
-      bucket: b.bucket,
-      prefix: 'dest/coffer',
-      endpoint: b.endpoint,
-      region: b.region,
-      forcePathStyle: true,
-      credentials: b.credentials,
-    });
+    const store = storeIn(b);
     const k = keys();
     const records = [0, 1, 2, 3, 4].map((i) => ({ name: `r/${i}`, body: pseudoRandom(90_000, 60 + i) }));
     const objects = async (prefix: string) =>
