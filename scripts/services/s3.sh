@@ -86,7 +86,27 @@ pid_alive() {
   [ -s "$1" ] || return 1
   local pid
   pid=$(cat "$1")
-  kill -0 "$pid" 2>/dev/null && tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q -- "$2"
+  # Ours only: the process's command names this checkout's files (another checkout's daemon, or a
+  # recycled pid, is never signalled).
+  kill -0 "$pid" 2>/dev/null && tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q -- "$2" &&
+    tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$dir/"
+}
+
+# Fails the start when something else listens on one of our ports: typically the test servers of
+# another checkout of this repository (a clone being checked beside a working copy). Starting
+# anyway used to end in the fallback "answering" with the other server, whose keys are not ours,
+# so every S3 test failed with an unexplained error.
+ports_free() {
+  command -v ss >/dev/null 2>&1 || return 0
+  local p held
+  for p in "$s3_port" "$mon_port"; do
+    held=$(ss -Hltnp "sport = :$p" 2>/dev/null | head -n 1 || true)
+    if [ -n "$held" ]; then
+      echo "s3.sh: 127.0.0.1:$p is already in use (another checkout's test servers?): $held" >&2
+      echo "s3.sh: stop them (scripts/services/s3.sh stop in that checkout) or set COFFER_S3_PORT and COFFER_S3_MON_PORT" >&2
+      return 1
+    fi
+  done
 }
 
 kill_pidfile() {
@@ -244,6 +264,7 @@ cmd_start() {
   if running; then write_env; return 0; fi
   stop_all
   rm -f "$dir/credentials" "$envfile"
+  ports_free || exit 1
   local started=$SECONDS
   if [ "$(kind)" = radosgw ]; then
     if ! start_radosgw; then
