@@ -292,19 +292,23 @@ export function codecCore(crypto: typeof NodeCrypto, zlib: typeof NodeZlib): Cod
     return openBytes(m, m.chunks === undefined ? null : m.chunks);
   }
 
+  /** True when chunk `i` of `check` lies in `plain` and its bytes have its id. */
+  function chunkMatches(plain: Uint8Array, check: ChunkCheck, i: number): boolean {
+    const start = check.ranges[2 * i]!;
+    const end = start + check.ranges[2 * i + 1]!;
+    if (end > plain.length) return false;
+    const mac = crypto
+      .createHmac('sha256', check.key as NodeCrypto.KeyObject)
+      .update(plain.subarray(start, end))
+      .digest();
+    return sameBytes(mac, check.ids.subarray(i * 32, i * 32 + 32));
+  }
+
   /** Checks every chunk of `check` in `plain` (a pass of its own); the first failure, in `ranges` order. */
   function checkChunks(plain: Uint8Array, check: ChunkCheck): OpenResult | null {
-    const { key, ranges, ids } = check;
-    for (let i = 0, j = 0; j + 1 < ranges.length; i++, j += 2) {
-      const start = ranges[j]!;
-      const end = start + ranges[j + 1]!;
-      if (end > plain.length) return { ok: false, failure: 'chunk', at: i };
-      const mac = crypto
-        .createHmac('sha256', key as NodeCrypto.KeyObject)
-        .update(plain.subarray(start, end))
-        .digest();
-      if (!sameBytes(mac, ids.subarray(i * 32, i * 32 + 32))) return { ok: false, failure: 'chunk', at: i };
-    }
+    const n = check.ranges.length >> 1;
+    for (let i = 0; i < n; i++)
+      if (!chunkMatches(plain, check, i)) return { ok: false, failure: 'chunk', at: i };
     return null;
   }
 
@@ -364,13 +368,8 @@ export function codecCore(crypto: typeof NodeCrypto, zlib: typeof NodeZlib): Cod
       verdict(plain: Uint8Array): OpenResult | null {
         for (let i = 0; i < n; i++) {
           if (verdicts[i] === 1) continue;
-          if (verdicts[i] === 2) return { ok: false, failure: 'chunk', at: i };
-          const one = checkChunks(plain, {
-            key,
-            ranges: [ranges[2 * i]!, ranges[2 * i + 1]!],
-            ids: ids.subarray(i * 32, i * 32 + 32),
-          });
-          if (one !== null) return { ok: false, failure: 'chunk', at: i };
+          if (verdicts[i] === 2 || !chunkMatches(plain, check, i))
+            return { ok: false, failure: 'chunk', at: i };
         }
         return null;
       },
@@ -426,6 +425,13 @@ export function codecCore(crypto: typeof NodeCrypto, zlib: typeof NodeZlib): Cod
       return { ok: false, failure: 'tag' };
     }
     if (!zstd) return (fused === null ? null : fused.verdict(payload)) ?? { ok: true, plain: payload };
+    const r = inflate(payload, plainLength, m.out);
+    if (!r.ok || check === null) return r;
+    return checkChunks(r.plain, check) ?? r;
+  }
+
+  /** A compressed payload's plaintext of `plainLength` bytes, in `out` when it fits (OpenMessage.out). */
+  function inflate(payload: Buffer, plainLength: number, out: Uint8Array | null): OpenResult {
     let plain: Buffer;
     try {
       // One output chunk one byte larger than expected: no gluing of chunks afterwards, and no
@@ -438,13 +444,13 @@ export function codecCore(crypto: typeof NodeCrypto, zlib: typeof NodeZlib): Cod
       return { ok: false, failure: 'length' };
     }
     if (plain.length !== plainLength) return { ok: false, failure: 'length' };
-    if (m.out !== null && m.out.byteLength >= plainLength) {
-      const into = Buffer.from(m.out.buffer, m.out.byteOffset, plainLength);
+    if (out !== null && out.byteLength >= plainLength) {
+      const into = Buffer.from(out.buffer, out.byteOffset, plainLength);
       into.set(plain);
       drop(plain, plainLength + 1);
-      return (check === null ? null : checkChunks(into, check)) ?? { ok: true, plain: into };
+      return { ok: true, plain: into };
     }
-    return (check === null ? null : checkChunks(plain, check)) ?? { ok: true, plain };
+    return { ok: true, plain };
   }
 
   return { sealFrame, openFrame, frameHeader, drop };
