@@ -84,12 +84,13 @@ cmd_install() {
 # never make us signal an unrelated process that reused the number).
 pid_alive() {
   [ -s "$1" ] || return 1
-  local pid
+  local pid cmd
   pid=$(cat "$1")
+  kill -0 "$pid" 2>/dev/null || return 1
   # Ours only: the process's command names this checkout's files (another checkout's daemon, or a
   # recycled pid, is never signalled).
-  kill -0 "$pid" 2>/dev/null && tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q -- "$2" &&
-    tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$dir/"
+  cmd=$(tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null) || return 1
+  [[ $cmd == *"$2"* && $cmd == *"$dir/"* ]]
 }
 
 # Fails the start when something else listens on one of our ports: typically the test servers of
