@@ -8,7 +8,7 @@
  */
 import { createHash } from 'node:crypto';
 import { formatDigest, unwrapKey } from '@coffer/crypto';
-import type { ObjectStore } from '@coffer/objectstore';
+import type { ObjectInfo, ObjectStore } from '@coffer/objectstore';
 import { ArchiveError } from './errors.ts';
 import { BufferPool } from './internal/buffer-pool.ts';
 import { type ChunkKeys, chunkId, chunkKeys, runIndexKey } from './internal/chunk-keys.ts';
@@ -16,6 +16,7 @@ import { type ChunkStreamContext, streamRecords } from './internal/chunk-stream.
 import {
   addPacks,
   type ChunkMap,
+  chunkMapIsCurrent,
   loadChunkMap,
   type PackRefLine,
   toChunkedEntry,
@@ -191,6 +192,16 @@ export class ChunkedRunReader implements OpenedRun {
   async loaded(): Promise<{ index: ChunkedIndex; map: ChunkMap } | null> {
     if (this.index === null || this.map === null || this.scanned) return null;
     return { index: await this.index, map: await this.map };
+  }
+
+  /**
+   * True when this reader may read the run again as it is: its chunk map is loaded, was not
+   * completed by scanning packs, and is still exactly the job's pack indexes (a prune or repack
+   * since would have changed them). One listing; nothing is read.
+   */
+  async isCurrent(): Promise<boolean> {
+    if (this.map === null || this.scanned) return false;
+    return chunkMapIsCurrent(this.store, this.doc.job, await this.map);
   }
 
   async *records(): AsyncIterable<IndexEntry> {
@@ -428,9 +439,30 @@ export class ChunkedRunReader implements OpenedRun {
         detail: "pack differs from the run's signed pack reference",
       });
     }
+    // Counted while this verification runs only: a reader verified and then read again (a
+    // restore's phase two) does not count that read's packs here.
+    const before = this.onPackOpened;
     this.onPackOpened = () => {
       checks.shards++;
     };
+    try {
+      await this.verifyPacks(entries, map, packs, fresh, listing, checks, onProgress);
+    } finally {
+      this.onPackOpened = before;
+    }
+  }
+
+  /** verifyAll from its pack checks on (the listing and read-back, or every record). */
+  private async verifyPacks(
+    entries: readonly IndexEntry[],
+    map: ChunkMap,
+    packs: ReadonlySet<string>,
+    fresh: ReadonlySet<string> | null,
+    listing: Promise<ObjectInfo[]> | null,
+    checks: VerifyChecks,
+    onProgress?: (p: VerifyProgress) => void,
+  ): Promise<void> {
+    const { job } = this.doc;
     if (listing !== null && fresh !== null) {
       // Packs stored by earlier runs: present with their described size (one listing).
       const listed = new Map<string, number>();

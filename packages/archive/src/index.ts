@@ -53,7 +53,7 @@ export {
   pruneChunked,
   rebuildPackIndexes,
 } from './prune.ts';
-export { listJobs, listRuns, openRun, readRunManifest } from './reader.ts';
+export { isOpenedRunCurrent, listJobs, listRuns, openRun, readRunManifest } from './reader.ts';
 export { readRecoveryPointer, readRecoverySigner, writeRecoveryFiles } from './recovery.ts';
 export {
   type ArchiveRecipients,

@@ -598,4 +598,16 @@ export async function openRun(store: ObjectStore, options: OpenRunOptions): Prom
   return openVerified(store, manifest, options.secretKey, options.workers);
 }
 
+/**
+ * True when `run` (format 0.2, from `openRun`) may read its records again without being opened
+ * anew: the chunk map it loaded (a `verifyRun` with `opened`, or an earlier read) is still exactly
+ * the job's pack indexes, so no prune or repack moved a chunk since. One listing of the store;
+ * every record read afterwards still fetches and checks its packs. False for a 0.1 run, a run
+ * whose chunk map is not loaded, or one that had to scan packs no index described. Throws the
+ * store's errors (ERR_ARCHIVE_DESTINATION).
+ */
+export async function isOpenedRunCurrent(run: OpenedRun): Promise<boolean> {
+  return run instanceof ChunkedRunReader && (await run.isCurrent());
+}
+
 export type { RunReader };

@@ -31,12 +31,13 @@ export async function verifyRun(store: ObjectStore, options: VerifyRunOptions): 
   let job: string | null = options.job ?? null;
   try {
     assertRuntime();
-    const manifest = await readRunManifest(store, options);
+    const opened = reusable(options);
+    const manifest = opened?.manifest ?? (await readRunManifest(store, options));
     job = manifest.document.job;
     checks.formatVersion = true;
     checks.signature = true;
     checks.signerPinned = manifest.signerPinned;
-    const run = await openVerified(store, manifest, options.secretKey, options.workers);
+    const run = opened ?? (await openVerified(store, manifest, options.secretKey, options.workers));
     checks.keyUnwrapped = true;
     if (run instanceof ChunkedRunReader) {
       // 0.2: every record's chunks (pack digest, tag, chunk id) and plaintext, and the pack references.
@@ -81,4 +82,17 @@ export async function verifyRun(store: ObjectStore, options: VerifyRunOptions): 
       failure: { code: internal.code, reason: internal.reason, object: null, message: internal.message },
     };
   }
+}
+
+/** `options.opened` when it is a 0.2 reader of the run named; null (open it again) otherwise. */
+function reusable(options: VerifyRunOptions): ChunkedRunReader | null {
+  const run = options.opened;
+  if (!(run instanceof ChunkedRunReader)) return null;
+  const doc = run.manifest.document;
+  if (doc.runId !== options.runId || (options.job !== undefined && doc.job !== options.job)) {
+    throw new ArchiveError('ERR_ARCHIVE_INVALID_ARGUMENT', {
+      detail: '`opened` is not the run named by `job` and `runId`',
+    });
+  }
+  return run;
 }

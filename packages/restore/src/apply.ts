@@ -5,8 +5,9 @@
  * Security-relevant behaviour:
  * - Phase one reads every in-scope record and checks its plaintext SHA-384 (and every shard's
  *   digest and AEAD tag) before anything is written; one failure aborts with zero records written.
- * - Phase two re-reads each record from the store with a fresh reader right before its write,
- *   stages it (memory, or a 0600 file in a private 0700 directory) while the reader verifies it,
+ * - Phase two re-reads each record from the store right before its write (every pack fetched
+ *   and checked again; the index is the one verified when the plan opened the run, unless a prune
+ *   changed the job's pack indexes since, when the run is opened afresh), stages it (memory, or a 0600 file in a private 0700 directory) while the reader verifies it,
  *   and hands the connector only bytes whose digest matched: unverified bytes are never written.
  *   A record that fails re-verification stops the apply (`aborted`; what was written stays).
  * - `onExisting: skip` asks the target just before each write; a failed check records a failure
@@ -16,7 +17,15 @@
  *   written again; each record's write is idempotent for the same bytes.
  */
 import { tmpdir } from 'node:os';
-import { type IndexEntry, isArchiveError, type OpenedRun, openRun, verifyRun } from '@coffer/archive';
+import {
+  type IndexEntry,
+  isArchiveError,
+  isOpenedRunCurrent,
+  type OpenedRun,
+  openRun,
+  verifyRun,
+} from '@coffer/archive';
+import type { ObjectStore } from '@coffer/objectstore';
 import { isSourceError, openSource, removeCutWrites, type SourceConnector } from '@coffer/sources';
 import { codeOf, RestoreError } from './errors.ts';
 import { type FedRecord, FileStager, feedRecords } from './internal/record-feed.ts';
@@ -141,6 +150,9 @@ export async function applyRestore(options: ApplyOptions): Promise<ApplyReceipt>
     const verdict = await verifyRun(ctx.store, {
       job: receipt.job,
       runId: receipt.runId,
+      // The plan's reader (0.2): its index is not opened and held a second time; every pack is
+      // still read from the store and checked.
+      opened: ctx.run,
       secretKey: options.operationalSecretKey!,
       ...(options.signerPublicKey === undefined ? {} : { signerPublicKey: options.signerPublicKey }),
       onProgress: (p) => {
@@ -205,15 +217,14 @@ export async function applyRestore(options: ApplyOptions): Promise<ApplyReceipt>
   }
   progress('verify', records.length);
 
-  // Phase two: a fresh reader, so every byte is read from the store again and re-verified.
+  // Phase two: every byte is read from the store again and re-verified. Through the plan's reader
+  // (its index checked when it opened) while its chunk map still describes the store; after a
+  // prune or repack, for a 0.1 run, or when the listing fails: a fresh reader.
   let run: OpenedRun;
   try {
-    run = await openRun(ctx.store, {
-      job: receipt.job,
-      runId: receipt.runId,
-      secretKey: options.operationalSecretKey!,
-      ...(options.signerPublicKey === undefined ? {} : { signerPublicKey: options.signerPublicKey }),
-    });
+    run = (await isOpenedRunCurrent(ctx.run).catch(() => false))
+      ? ctx.run
+      : await reopen(ctx.store, receipt.job, receipt.runId, options);
     if (run.manifest.digest !== ctx.manifest.digest)
       throw new RestoreError('ERR_RESTORE_PLAN_CHANGED', 'manifest changed');
   } catch (err) {
@@ -389,6 +400,16 @@ export async function applyRestore(options: ApplyOptions): Promise<ApplyReceipt>
   if (receipt.status === 'succeeded' && receipt.failedCount > 0) receipt.status = 'completed-with-failures';
   progress('done', records.length);
   return finish();
+}
+
+/** The run opened afresh for phase two (when the plan's reader cannot be read through again). */
+function reopen(store: ObjectStore, job: string, runId: string, options: ApplyOptions): Promise<OpenedRun> {
+  return openRun(store, {
+    job,
+    runId,
+    secretKey: options.operationalSecretKey!,
+    ...(options.signerPublicKey === undefined ? {} : { signerPublicKey: options.signerPublicKey }),
+  });
 }
 
 export type { SkippedEntry };

@@ -1,5 +1,5 @@
 /** Test helpers: real keys, real archives written from real source connectors. */
-import { createArchiveWriter } from '@coffer/archive';
+import { createArchiveWriter, createChunkedWriter, loadChunkedBase } from '@coffer/archive';
 import { generateRecipient, generateSigner } from '@coffer/crypto';
 import { createFsStore, type ObjectStore } from '@coffer/objectstore';
 import { isSkipped, type SourceConfig, type SourceConnector } from '@coffer/sources';
@@ -64,6 +64,49 @@ export async function backup(
   await w.finish();
   await source.close();
   return { records: n };
+}
+
+/**
+ * Backs a source up as an incremental (format 0.2) run on top of `prevRunId` (its base), as the
+ * engine does for an incremental job; small chunks and packs so a few files make several packs.
+ */
+export async function backupChunked(
+  store: ObjectStore,
+  source: SourceConnector,
+  opts: { job: string; runId: string; prevRunId?: string | null },
+): Promise<{ records: number; packIds: string[] }> {
+  const k = keys();
+  const prev = opts.prevRunId ?? null;
+  const w = await createChunkedWriter({
+    store,
+    job: opts.job,
+    runId: opts.runId,
+    prevRunId: prev,
+    base: await loadChunkedBase(store, { job: opts.job, runId: prev, secretKey: k.operational.secretKey }),
+    signerSecretKey: k.signer.secretKey,
+    recipients: { operational: k.operational.publicKey, breakGlass: k.breakGlass.publicKey },
+    source: { type: source.type, binding: source.binding, namespace: source.namespace },
+    chunking: { minSize: 2048, avgSize: 8192, maxSize: 65536 },
+    packSize: 64 * 1024,
+    writeRecovery: false,
+    workers: 0,
+  });
+  let n = 0;
+  for await (const rec of source.enumerate()) {
+    if (isSkipped(rec)) continue;
+    await w.addRecord({
+      name: rec.name,
+      sourceType: rec.sourceType,
+      binding: rec.binding,
+      namespace: rec.namespace,
+      metadata: scalar(rec.metadata),
+      body: await source.read(rec.name),
+    });
+    n++;
+  }
+  const summary = await w.finish();
+  await source.close();
+  return { records: n, packIds: summary.packIds };
 }
 
 /** Writes an archive with arbitrary record names (path-escape tests). */

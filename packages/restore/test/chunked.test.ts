@@ -1,0 +1,182 @@
+/**
+ * Applying an incremental (format 0.2) run: the plan, phase one and phase two share one opened
+ * index while the job's pack indexes stay as they were, every pack is still read from the store
+ * in each phase, and a pack index that appears between the phases makes phase two open the run
+ * afresh.
+ */
+import { randomBytes } from 'node:crypto';
+import { copyFileSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { layout } from '@coffer/archive';
+import type { ObjectStore } from '@coffer/objectstore';
+import { createFilesSource } from '@coffer/sources';
+import { tempDir } from '@coffer/testkit';
+import t from 'tap';
+import { type ApplyOptions, applyRestore, validateRestoreRequest } from '../src/index.ts';
+import { backupChunked, fsStore, keys, resolverOf } from './helpers.ts';
+
+const JOB = 'job-c';
+const base = tempDir(t, 'restore-chunked-');
+const src = join(base, 'src');
+const roots = join(base, 'roots');
+mkdirSync(roots);
+mkdirSync(join(src, 'd'), { recursive: true });
+const files: Record<string, Buffer> = {};
+for (let i = 0; i < 6; i++) files[`f${i}.bin`] = randomBytes(50_000 + i);
+files['d/small.txt'] = Buffer.from('small\n');
+for (const [name, body] of Object.entries(files)) writeFileSync(join(src, name), body);
+
+/** A job with one incremental run in its own store; the store counts reads of each key. */
+async function job(name: string) {
+  const root = join(base, `dest-${name}`);
+  const raw = fsStore(root);
+  const { packIds } = await backupChunked(
+    raw,
+    createFilesSource({ type: 'files', root: src, binding: JOB }),
+    {
+      job: JOB,
+      runId: 'run-1',
+    },
+  );
+  const reads = new Map<string, number>();
+  const store = new Proxy(raw, {
+    get(target, prop, receiver) {
+      const v = Reflect.get(target, prop, receiver);
+      if ((prop === 'get' || prop === 'getStream') && typeof v === 'function')
+        return (key: string, ...rest: unknown[]) => {
+          reads.set(key, (reads.get(key) ?? 0) + 1);
+          return (v as (...a: unknown[]) => unknown).call(target, key, ...rest);
+        };
+      return typeof v === 'function' ? v.bind(target) : v;
+    },
+  }) as ObjectStore;
+  const count = (match: (key: string) => boolean) =>
+    [...reads].reduce((s, [k, n]) => s + (match(k) ? n : 0), 0);
+  return {
+    root,
+    store,
+    packIds,
+    /** Reads of the run's manifest, of its index, of the job's packs, of its pack indexes. */
+    manifestReads: () => count((k) => k === layout.manifest(JOB, 'run-1')),
+    indexReads: () => count((k) => k === layout.index(JOB, 'run-1')),
+    packReads: () => count((k) => k.includes('/packs/') && k.includes('/data/')),
+    packIndexReads: () => count((k) => k.includes('/packs/') && k.includes('/index/')),
+  };
+}
+
+function opts(store: ObjectStore, out: string, extra: Partial<ApplyOptions> = {}): ApplyOptions {
+  return {
+    store,
+    operationalSecretKey: keys().operational.secretKey,
+    signerPublicKey: keys().signer.publicKey,
+    request: validateRestoreRequest({ runId: 'run-1', target: { namespaceId: out } }),
+    targetResolver: resolverOf({ [JOB]: { type: 'files', root: src } }),
+    restoreRoots: [roots],
+    ...extra,
+  };
+}
+
+function tree(dir: string, at = ''): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const e of readdirSync(join(dir, at), { withFileTypes: true })) {
+    const rel = at === '' ? e.name : `${at}/${e.name}`;
+    if (e.isDirectory()) Object.assign(out, tree(dir, rel));
+    else out[rel] = readFileSync(join(dir, rel)).toString('base64');
+  }
+  return out;
+}
+
+const expected = Object.fromEntries(Object.entries(files).map(([n, b]) => [n, b.toString('base64')]));
+
+/** The job's pack index files under `root`. */
+function packIndexes(root: string): string[] {
+  const packs = join(root, 'jobs', JOB, 'packs');
+  return readdirSync(packs).flatMap((key) => readdirSync(join(packs, key, 'index')));
+}
+
+/** Every pack data file of the job under `root`. */
+function packFiles(root: string): string[] {
+  const out: string[] = [];
+  const walk = (dir: string) => {
+    for (const e of readdirSync(dir, { withFileTypes: true })) {
+      const p = join(dir, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (p.includes('/data/') && p.endsWith('.bin')) out.push(p);
+    }
+  };
+  walk(join(root, 'jobs', JOB, 'packs'));
+  return out;
+}
+
+t.test('one opened index serves the plan and both phases; every pack is read in each phase', async (t) => {
+  const j = await job('once');
+  t.ok(j.packIds.length > 2, `several packs (${j.packIds.length})`);
+  const out = join(roots, 'once');
+  const r = await applyRestore(opts(j.store, out));
+  t.equal(r.status, 'succeeded');
+  t.equal(r.written, Object.keys(files).length);
+  t.same(tree(out), expected, 'the target holds exactly the source');
+  t.equal(j.manifestReads(), 1, 'the manifest was read once, by the plan');
+  t.equal(j.indexReads(), 1, 'the run index was read once, by the plan');
+  t.equal(j.packIndexReads(), packIndexes(j.root).length, 'each pack index was read once');
+  t.equal(j.packReads(), 2 * j.packIds.length, 'every pack was read in phase one and again in phase two');
+});
+
+t.test(
+  'a pack tampered after phase one: phase two, through the same index, writes verified bytes only',
+  async (t) => {
+    const j = await job('tamper');
+    const out = join(roots, 'tamper');
+    const packs = packFiles(j.root);
+    let tampered = false;
+    const r = await applyRestore(
+      opts(j.store, out, {
+        onProgress: (p) => {
+          if (p.phase === 'verify' && p.done === p.total && !tampered) {
+            tampered = true;
+            for (const p of packs) {
+              const b = readFileSync(p);
+              b[b.length >> 1]! ^= 0x01;
+              writeFileSync(p, b);
+            }
+          }
+        },
+      }),
+    );
+    t.ok(tampered);
+    t.equal(r.status, 'aborted');
+    t.equal(r.recordsVerified, Object.keys(files).length, 'phase one passed');
+    t.equal(r.failure?.phase, 'write');
+    t.equal(r.failure?.code, 'ERR_ARCHIVE_SHARD_TAMPERED');
+    t.equal(r.written, 0, 'nothing written: every pack failed its check');
+    t.equal(j.manifestReads(), 1, 'phase two used the run as the plan opened it');
+  },
+);
+
+t.test('a pack index that appears between the phases: phase two opens the run afresh', async (t) => {
+  const j = await job('moved');
+  const out = join(roots, 'moved');
+  const indexes = join(j.root, 'jobs', JOB, 'packs');
+  let added = false;
+  const r = await applyRestore(
+    opts(j.store, out, {
+      onProgress: (p) => {
+        if (p.phase === 'verify' && p.done === p.total && !added) {
+          added = true;
+          // A new name under the job's pack indexes, as a prune's rewrite or another run leaves.
+          const [key] = readdirSync(indexes);
+          const dir = join(indexes, key!, 'index');
+          const [one] = readdirSync(dir);
+          copyFileSync(join(dir, one!), join(dir, `${'f'.repeat(32)}.bin`));
+        }
+      },
+    }),
+  );
+  t.ok(added);
+  t.equal(r.status, 'succeeded');
+  t.same(tree(out), expected);
+  t.equal(j.manifestReads(), 2, 'phase two opened the run again');
+  const n = packIndexes(j.root).length;
+  t.equal(j.packIndexReads(), n - 1 + n, 'and loaded the pack indexes again, the new one too');
+  t.equal(j.packReads(), 2 * j.packIds.length, 'every pack read in each phase');
+});
