@@ -21,6 +21,7 @@ import {
   type PackRefLine,
   toChunkedEntry,
   toPackRef,
+  withSeq,
 } from './internal/chunked-index.ts';
 import { type FrameCodec, frameCodec, inlineCodec } from './internal/codec-pool.ts';
 import { INDEX_FORMAT } from './internal/index-codec.ts';
@@ -35,6 +36,7 @@ import type {
   ChunkedManifestDocument,
   ChunkRef,
   IndexEntry,
+  KnownRecords,
   OpenedRun,
   RecordRead,
   RecordsReadOptions,
@@ -91,11 +93,16 @@ export interface ChunkedIndex {
   packRefs: PackRefLine[];
 }
 
-/** Reads and opens a 0.2 run's index.bin (size and digest first, then the frames, then every line). */
+/**
+ * Reads and opens a 0.2 run's index.bin (size and digest first, then the frames, then every line).
+ * With `known`, a line equal to a known record's line is taken as that record, with this index's
+ * sequence number, instead of being parsed again (types.ts KnownRecords).
+ */
 export async function openChunkedIndex(
   store: ObjectStore,
   manifest: VerifiedManifest,
   keys: ChunkKeys,
+  known?: KnownRecords | null,
 ): Promise<ChunkedIndex> {
   const doc = manifest.document as ChunkedManifestDocument;
   const object = layout.index(doc.job, doc.runId);
@@ -135,8 +142,17 @@ export async function openChunkedIndex(
   const entries: IndexEntry[] = [];
   let bytesTotal = 0;
   let chunkTotal = 0;
+  const byLine = known === undefined || known === null ? null : knownByLine(known);
   for (let i = 0; i < header.records; i++) {
-    const e = toChunkedEntry(parse(lines[1 + i]!, `record ${i}`), i, object);
+    const line = lines[1 + i]!;
+    const same = byLine?.get(line);
+    let e: IndexEntry;
+    if (same === undefined) e = toChunkedEntry(parse(line, `record ${i}`), i, object);
+    else {
+      e = withSeq(same, i);
+      // The known text, equal to this one: the decoded frames need not stay alive for it.
+      lines[1 + i] = known!.lines.get(same.name)!;
+    }
     bytesTotal += e.size;
     chunkTotal += e.chunks!.length;
     entries.push(e);
@@ -148,6 +164,16 @@ export async function openChunkedIndex(
     packRefs.push(toPackRef(parse(lines[i]!, 'pack reference'), object));
   if (packRefs.length !== doc.totals.packs) throw inconsistent('pack count differs from the manifest');
   return { entries, lines: lines.slice(1, 1 + header.records), packRefs };
+}
+
+/** A known record by its line (the last record of a name, as in a base). */
+function knownByLine(known: KnownRecords): Map<string, IndexEntry> {
+  const out = new Map<string, IndexEntry>();
+  for (const [name, line] of known.lines) {
+    const e = known.records.get(name);
+    if (e !== undefined) out.set(line, e);
+  }
+  return out;
 }
 
 export class ChunkedRunReader implements OpenedRun {
@@ -166,6 +192,8 @@ export class ChunkedRunReader implements OpenedRun {
   onPackOpened: ((pack: string, plainSize: number) => void) | null = null;
   /** Undescribed packs were looked at (once per reader). */
   private scanned = false;
+  /** @internal Records whose lines need not be parsed again when the index loads (verifyRun `known`). */
+  known: KnownRecords | null = null;
 
   constructor(store: ObjectStore, manifest: VerifiedManifest, keys: ChunkKeys, workers?: number) {
     this.store = store;
@@ -176,7 +204,10 @@ export class ChunkedRunReader implements OpenedRun {
   }
 
   loadIndex(): Promise<ChunkedIndex> {
-    this.index ??= openChunkedIndex(this.store, this.manifest, this.keys);
+    // Known records serve this one load: the reader does not keep them (a base) alive after it.
+    const known = this.known;
+    this.known = null;
+    this.index ??= openChunkedIndex(this.store, this.manifest, this.keys, known);
     return this.index;
   }
 

@@ -67,6 +67,7 @@ export {
   FORMAT_VERSION,
   type IndexEntry,
   isChunkedManifest,
+  type KnownRecords,
   type ManifestDocument,
   type ManifestRecipient,
   type ManifestShard,

@@ -433,6 +433,21 @@ export interface VerifyRunOptions extends OpenRunOptions {
    * records again through it). Ignored for a 0.1 run, which is opened again.
    */
   opened?: OpenedRun;
+  /**
+   * Format 0.2, typically the writer's read-back: records already parsed from signed lines, such
+   * as the base the run was written on (a `ChunkedBase` is one). A line of the run's index equal to
+   * a known record's line is taken as that record (the same text parses to the same entry) instead
+   * of being parsed again; every other line is parsed and checked as usual. The index's digest,
+   * frames and totals are checked either way. Saves the time and the transient memory of parsing
+   * what did not change; the kept base (`keepBase`) then shares those records with it.
+   */
+  knownRecords?: KnownRecords;
+}
+
+/** Records by name with the signed line each was parsed from (`ChunkedBase` has both). */
+export interface KnownRecords {
+  readonly lines: ReadonlyMap<string, string>;
+  readonly records: ReadonlyMap<string, IndexEntry>;
 }
 
 /** The checks `verifyRun` performed (counts are of verified items). */

@@ -40,6 +40,8 @@ export async function verifyRun(store: ObjectStore, options: VerifyRunOptions): 
     const run = opened ?? (await openVerified(store, manifest, options.secretKey, options.workers));
     checks.keyUnwrapped = true;
     if (run instanceof ChunkedRunReader) {
+      // Only for an index not loaded yet (an `opened` run may have loaded its own).
+      if (options.knownRecords !== undefined) run.known = options.knownRecords;
       // 0.2: every record's chunks (pack digest, tag, chunk id) and plaintext, and the pack references.
       await run.verifyAll(checks, options.onProgress, options.newPacks);
       const kept = options.keepBase === true ? await run.loaded() : null;

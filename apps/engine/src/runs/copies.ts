@@ -7,7 +7,7 @@
  * Every stage of the executor changes destination state through this one object (never by
  * writing into shared arrays or records), so "which copies are still live" has one answer.
  */
-import type { ArchiveWriter, ChunkedWriter, ResumePoint } from '@coffer/archive';
+import type { ArchiveWriter, ChunkedBase, ChunkedWriter, ResumePoint } from '@coffer/archive';
 import type { ObjectStore } from '@coffer/objectstore';
 import type { RunDestinationState } from '@coffer/state';
 import { type Classification, classifyFailure } from './reasons.ts';
@@ -26,6 +26,8 @@ export interface Lane {
   resume: ResumePoint | null;
   /** Records this writer already holds (archive index it continues at). */
   from: number;
+  /** A 0.2 writer's base: its read-back takes the records whose lines did not change from it. */
+  base?: ChunkedBase | null;
   failed: boolean;
 }
 
@@ -35,6 +37,8 @@ export interface SealedCopy {
   store: ObjectStore;
   /** 0.2: the packs this attempt stored (read back in full; the rest are checked by listing). */
   newPacks?: readonly string[];
+  /** 0.2: the base it was written on (its unchanged records are not parsed again at read-back). */
+  base?: ChunkedBase;
 }
 
 interface CopyLog {

@@ -351,6 +351,7 @@ async function openLanes(
         copies.set(id, { state: 'writing', shards: r.resume.shardsDone, resumedAt: nowIso() });
       } else if (job.incremental === true) {
         let packs = 0;
+        const base = await chunkedBaseFor(deps, store, job, run);
         const writer = await createChunkedWriter({
           store,
           job: job.id,
@@ -359,13 +360,13 @@ async function openLanes(
           signerSecretKey: deps.keys.signer.secretKey,
           recipients: { operational: deps.keys.operational.publicKey, breakGlass: breakGlass.publicKey },
           source: { type: source.type, binding: source.binding, namespace: source.namespace },
-          base: await chunkedBaseFor(deps, store, job, run),
+          base,
           onPack: onPackFor(id, () => ++packs),
           ...commitGuard,
           ...(deps.workers !== undefined ? { workers: deps.workers } : {}),
           ...(deps.shardSize !== undefined ? { packSize: deps.shardSize } : {}),
         });
-        copies.addLane({ id, store, writer, resume: null, from: 0 });
+        copies.addLane({ id, store, writer, resume: null, from: 0, base });
         copies.set(id, { state: 'writing', shards: 0 });
       } else {
         const writer = await createArchiveWriter({
@@ -565,6 +566,7 @@ async function seal({ deps, run, copies }: Attempt): Promise<void> {
         id: l.id,
         store: l.store,
         ...('packIds' in summary ? { newPacks: summary.packIds as string[] } : {}),
+        ...(l.base ? { base: l.base } : {}),
       });
     } catch (err) {
       if (!isDestinationFault(err) || classifyFailure(err).disposition !== 'fail') throw err;
@@ -593,6 +595,8 @@ async function readBack({ deps, job, run, copies }: Attempt): Promise<{ records:
       // A 0.2 copy this attempt sealed: its new packs in full, the older ones by listing and digest;
       // what it read is kept as the job's next base.
       ...(s.newPacks !== undefined ? { newPacks: s.newPacks, keepBase: !!deps.baseCache } : {}),
+      // Records unchanged since the base are taken from it, not parsed again from the new index.
+      ...(s.base !== undefined ? { knownRecords: s.base } : {}),
     });
     if (verdict.ok && verdict.base !== undefined)
       deps.baseCache?.put(s.store, verdict.base, deps.keys.operational.publicKey);

@@ -118,11 +118,29 @@ t.test(
       `weighed by its 31 records and its chunks (${w.service.baseCache.weight})`,
     );
     const baseLogs = () => w.logs.filter((l) => l.event === 'incremental-base');
+    // The kept base, looked at and put back (a base is taken out of the cache once used).
+    const store = w.service.stores.get('default')!;
+    const op = w.keys.operational.publicKey;
+    const kept = (runId: string) => {
+      const b = w.service.baseCache.take(store, 'inc', runId, op)!;
+      w.service.baseCache.put(store, b, op);
+      return b;
+    };
+    const base1 = kept(first.id);
 
     writeFileSync(join(w.sourceDir, 'small/3.bin'), noise(3300, 4321));
     const second = await w.runNow('inc');
     t.equal(second.status, 'ok', JSON.stringify(second.detail));
     t.match(baseLogs(), [{ runId: second.id, base: first.id, kept: true }], 'built on the kept base');
+    // Its read-back took the records unchanged since that base from it rather than parsing them.
+    const base2 = kept(second.id);
+    t.equal(base2.records.size, base1.records.size);
+    const shared = [...base2.records.values()].filter((e) => e.chunks === base1.records.get(e.name)?.chunks);
+    t.same(
+      shared.map((e) => e.name).sort(),
+      [...base1.records.keys()].filter((n) => n !== 'small/3.bin').sort(),
+      'every record but the rewritten one is the base’s own (not parsed again)',
+    );
     const m2 = (await readRunManifest(w.destinations.get('default')!, { job: 'inc', runId: second.id }))
       .document;
     t.ok(isChunkedManifest(m2) && m2.totals.newBytes < 10_000, 'only the rewritten file was stored');

@@ -179,6 +179,29 @@ export function toChunkedEntry(value: unknown, seq: number, object: string): Ind
 }
 
 /**
+ * `e` (a record `toChunkedEntry` made from a line) as record `seq` of another index holding the
+ * same line: the same fields in the same order (one object shape for every entry), sharing its
+ * chunk list and metadata, which no reader changes.
+ */
+export function withSeq(e: IndexEntry, seq: number): IndexEntry {
+  if (e.seq === seq) return e;
+  return {
+    seq,
+    name: e.name,
+    size: e.size,
+    sha384: e.sha384,
+    shard: -1,
+    offset: -1,
+    sourceType: e.sourceType,
+    binding: e.binding,
+    namespace: e.namespace,
+    metadata: e.metadata,
+    chunks: e.chunks!,
+    ...(e.change === undefined ? {} : { change: e.change }),
+  };
+}
+
+/**
  * The length of a chunk reference `<64 lower-case hex>:<length>` (length without leading zeros, at
  * most ten digits), or -1 when malformed. By hand rather than a regular expression: every reference
  * of a run index is checked when a base loads and again at read-back, and a match array and two
