@@ -7,8 +7,9 @@
  *   digest and AEAD tag) before anything is written; one failure aborts with zero records written.
  * - Phase two re-reads each record from the store right before its write (every pack fetched
  *   and checked again; the index is the one verified when the plan opened the run, unless a prune
- *   changed the job's pack indexes since, when the run is opened afresh), stages it (memory, or a 0600 file in a private 0700 directory) while the reader verifies it,
- *   and hands the connector only bytes whose digest matched: unverified bytes are never written.
+ *   changed the job's pack indexes since, when the run is opened afresh), stages it (memory, or a
+ *   0600 file in a private 0700 directory) while the reader verifies it, and hands the connector
+ *   only bytes whose digest matched: unverified bytes are never written.
  *   A record that fails re-verification stops the apply (`aborted`; what was written stays).
  * - `onExisting: skip` asks the target just before each write; a failed check records a failure
  *   and writes nothing. A Redis target writes without REPLACE so a key created meanwhile is kept.

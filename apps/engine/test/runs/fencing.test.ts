@@ -56,7 +56,12 @@ t.test('a holder paused past its lease never commits the run its successor commi
       a.child.kill('SIGKILL');
     }
   });
-  await frozenAt;
+  // An engine that ends before its commit point fails the test now, not at tap's timeout.
+  const endedEarly = a.exit.then((e) => {
+    throw new Error(`engine A exited (${e.code ?? e.signal}) before its commit point`);
+  });
+  endedEarly.catch(() => undefined);
+  await Promise.race([frozenAt, endedEarly]);
   // A's last renewal was at most a third of the TTL before the freeze: wait the TTL and a margin.
   await new Promise((r) => setTimeout(r, (LEASE_SECONDS + 1.5) * 1000));
 
