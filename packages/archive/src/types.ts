@@ -426,11 +426,13 @@ export interface VerifyRunOptions extends OpenRunOptions {
   keepBase?: boolean;
   /**
    * Format 0.2 only: a run already opened with `openRun` on this same store, verified instead of
-   * opened again. Its verified manifest and index are used as they are (they were checked when it
-   * opened; `runId` and `job` must name it); its chunk map is loaded now unless already loaded;
-   * every pack is read from the store again and checked in full. Saves a second copy of the index
-   * in memory and the time to open it; the reader stays usable afterwards (a restore reads its
-   * records again through it). Ignored for a 0.1 run, which is opened again.
+   * opened again. The manifest is still read and checked with this call's own signer options
+   * (`signerPublicKey`, `pinSigner`), and must be the one the run was opened on (else
+   * ERR_ARCHIVE_INVALID_ARGUMENT); its index is used as it was opened and checked; its chunk map
+   * is loaded now unless already loaded; every pack is read from the store again and checked in
+   * full. Saves a second copy of the index in memory and the time to open it; the reader stays
+   * usable afterwards (a restore reads its records again through it). Ignored for a 0.1 run,
+   * which is opened again.
    */
   opened?: OpenedRun;
   /**

@@ -8,7 +8,13 @@ import { ChunkedRunReader } from './chunked-reader.ts';
 import { ArchiveError } from './errors.ts';
 import { assertRuntime } from './internal/runtime.ts';
 import { openVerified, readRunManifest } from './reader.ts';
-import type { ShardedManifestDocument, VerifyChecks, VerifyRunOptions, VerifyVerdict } from './types.ts';
+import type {
+  ShardedManifestDocument,
+  VerifiedManifest,
+  VerifyChecks,
+  VerifyRunOptions,
+  VerifyVerdict,
+} from './types.ts';
 
 /**
  * Reads the whole run back and checks everything: format version, signature (and pin), key
@@ -31,8 +37,10 @@ export async function verifyRun(store: ObjectStore, options: VerifyRunOptions): 
   let job: string | null = options.job ?? null;
   try {
     assertRuntime();
-    const opened = reusable(options);
-    const manifest = opened?.manifest ?? (await readRunManifest(store, options));
+    // Read and checked with this call's signer options even for an `opened` run, which must then
+    // be the run this manifest names (its index is what is reused, not its signer checks).
+    const manifest = await readRunManifest(store, options);
+    const opened = reusable(options, manifest);
     job = manifest.document.job;
     checks.formatVersion = true;
     checks.signature = true;
@@ -86,12 +94,14 @@ export async function verifyRun(store: ObjectStore, options: VerifyRunOptions): 
   }
 }
 
-/** `options.opened` when it is a 0.2 reader of the run named; null (open it again) otherwise. */
-function reusable(options: VerifyRunOptions): ChunkedRunReader | null {
+/**
+ * `options.opened` when it is a 0.2 reader opened on `manifest` (the same object key and digest);
+ * null (open the run again) for a 0.1 reader or none.
+ */
+function reusable(options: VerifyRunOptions, manifest: VerifiedManifest): ChunkedRunReader | null {
   const run = options.opened;
   if (!(run instanceof ChunkedRunReader)) return null;
-  const doc = run.manifest.document;
-  if (doc.runId !== options.runId || (options.job !== undefined && doc.job !== options.job)) {
+  if (run.manifest.key !== manifest.key || run.manifest.digest !== manifest.digest) {
     throw new ArchiveError('ERR_ARCHIVE_INVALID_ARGUMENT', {
       detail: '`opened` is not the run named by `job` and `runId`',
     });

@@ -6,6 +6,7 @@
  */
 import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { generateSigner } from '@coffer/crypto';
 import type { ObjectStore } from '@coffer/objectstore';
 import t from 'tap';
 import { isOpenedRunCurrent, layout, openRun, type RecordInput, verifyRun } from '../src/index.ts';
@@ -123,16 +124,39 @@ t.test('`opened` must be the run named; a 0.1 run is opened again', async (t) =>
   const k = keys();
   await writeRun(store, k, 'run-0001', null, records(1));
   const run = await openRun(store, { job: JOB, runId: 'run-0001', secretKey: k.operational.secretKey });
+  const missing = await verifyRun(store, {
+    job: JOB,
+    runId: 'run-0002',
+    secretKey: k.operational.secretKey,
+    opened: run,
+  });
+  t.equal(missing.failure?.code, 'ERR_ARCHIVE_NOT_FOUND', 'the run named is looked up, not assumed');
+  await writeRun(store, k, 'run-0002', 'run-0001', records(2));
   await t.rejects(
     verifyRun(store, { job: JOB, runId: 'run-0002', secretKey: k.operational.secretKey, opened: run }),
     { code: 'ERR_ARCHIVE_INVALID_ARGUMENT' },
-    'another run id',
+    'another run of the job',
   );
-  await t.rejects(
-    verifyRun(store, { job: 'job-b', runId: 'run-0001', secretKey: k.operational.secretKey, opened: run }),
-    { code: 'ERR_ARCHIVE_INVALID_ARGUMENT' },
-    'another job',
-  );
+  // The reader was opened without a trusted signer: a verify that names one still checks it.
+  const other = generateSigner();
+  const pinned = await verifyRun(store, {
+    job: JOB,
+    runId: 'run-0001',
+    secretKey: k.operational.secretKey,
+    signerPublicKey: other.publicKey,
+    opened: run,
+  });
+  t.equal(pinned.ok, false, 'a manifest signed by another key than the one named fails');
+  t.equal(pinned.failure?.code, 'ERR_ARCHIVE_SIGNER_NOT_PINNED');
+  const trusted = await verifyRun(store, {
+    job: JOB,
+    runId: 'run-0001',
+    secretKey: k.operational.secretKey,
+    signerPublicKey: k.signer.publicKey,
+    opened: run,
+  });
+  t.ok(trusted.ok);
+  t.equal(trusted.checks.signerPinned, true, 'pinned by this call, though the reader was not');
 
   const { store: s01 } = fsStore(t);
   await sealRun(s01, k, [{ name: 'a', body: text(4000, 3) }]);
