@@ -1,5 +1,5 @@
 /** Test helpers: real keys, real archives written from real source connectors. */
-import { createArchiveWriter, createChunkedWriter, loadChunkedBase } from '@coffer/archive';
+import { createArchiveWriter, createChunkedWriter, loadChunkedBase, type RecordInput } from '@coffer/archive';
 import { generateRecipient, generateSigner } from '@coffer/crypto';
 import { createFsStore, type ObjectStore } from '@coffer/objectstore';
 import { isSkipped, type SourceConfig, type SourceConnector } from '@coffer/sources';
@@ -29,6 +29,27 @@ function scalar(m: Record<string, unknown>): Record<string, string | number | bo
   return out;
 }
 
+/** Adds every record of `source` to `w` as the engine does (body, metadata); returns how many. */
+async function addSource(
+  w: { addRecord(r: RecordInput): Promise<unknown> },
+  source: SourceConnector,
+): Promise<number> {
+  let n = 0;
+  for await (const rec of source.enumerate()) {
+    if (isSkipped(rec)) continue;
+    await w.addRecord({
+      name: rec.name,
+      sourceType: rec.sourceType,
+      binding: rec.binding,
+      namespace: rec.namespace,
+      metadata: scalar(rec.metadata),
+      body: await source.read(rec.name),
+    });
+    n++;
+  }
+  return n;
+}
+
 /** Backs a source up into `store` as the engine does: every record, its metadata, job = binding. */
 export async function backup(
   store: ObjectStore,
@@ -48,19 +69,7 @@ export async function backup(
     ...(opts.shardSize === undefined ? {} : { shardSize: opts.shardSize }),
     ...(opts.now === undefined ? {} : { now: opts.now }),
   });
-  let n = 0;
-  for await (const rec of source.enumerate()) {
-    if (isSkipped(rec)) continue;
-    await w.addRecord({
-      name: rec.name,
-      sourceType: rec.sourceType,
-      binding: rec.binding,
-      namespace: rec.namespace,
-      metadata: scalar(rec.metadata),
-      body: await source.read(rec.name),
-    });
-    n++;
-  }
+  const n = await addSource(w, source);
   await w.finish();
   await source.close();
   return { records: n };
@@ -91,19 +100,7 @@ export async function backupChunked(
     writeRecovery: false,
     workers: 0,
   });
-  let n = 0;
-  for await (const rec of source.enumerate()) {
-    if (isSkipped(rec)) continue;
-    await w.addRecord({
-      name: rec.name,
-      sourceType: rec.sourceType,
-      binding: rec.binding,
-      namespace: rec.namespace,
-      metadata: scalar(rec.metadata),
-      body: await source.read(rec.name),
-    });
-    n++;
-  }
+  const n = await addSource(w, source);
   const summary = await w.finish();
   await source.close();
   return { records: n, packIds: summary.packIds };
