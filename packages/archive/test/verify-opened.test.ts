@@ -7,7 +7,7 @@
 import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { generateSigner } from '@coffer/crypto';
-import type { ObjectStore } from '@coffer/objectstore';
+import { countReads } from '@coffer/testkit';
 import t from 'tap';
 import { isOpenedRunCurrent, layout, openRun, type RecordInput, verifyRun } from '../src/index.ts';
 import { JOB, writeRun } from './chain-helpers.ts';
@@ -17,23 +17,6 @@ const records = (seed: number): RecordInput[] => [
   ...Array.from({ length: 20 }, (_, i) => ({ name: `small/${i}`, body: text(1500 + i, i + seed) })),
   { name: 'big', body: pseudoRandom(300 * 1024, seed) },
 ];
-
-/** `store` with a count of the reads of each key (the same store underneath). */
-function counted(store: ObjectStore): { store: ObjectStore; reads: (key: string) => number } {
-  const n = new Map<string, number>();
-  const wrapped = new Proxy(store, {
-    get(target, prop, receiver) {
-      const v = Reflect.get(target, prop, receiver);
-      if ((prop === 'get' || prop === 'getStream') && typeof v === 'function')
-        return (key: string, ...rest: unknown[]) => {
-          n.set(key, (n.get(key) ?? 0) + 1);
-          return v.call(target, key, ...rest);
-        };
-      return typeof v === 'function' ? v.bind(target) : v;
-    },
-  });
-  return { store: wrapped, reads: (key) => n.get(key) ?? 0 };
-}
 
 /** Every pack data file under `root` (largest first). */
 function packFiles(root: string): string[] {
@@ -53,7 +36,7 @@ t.test('verifying an opened run reads every pack again but not the index', async
   const { store: raw, root } = fsStore(t);
   const k = keys();
   await writeRun(raw, k, 'run-0001', null, records(1));
-  const { store, reads } = counted(raw);
+  const { store, reads } = countReads(raw);
   const opts = {
     job: JOB,
     runId: 'run-0001',

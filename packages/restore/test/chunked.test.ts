@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { layout } from '@coffer/archive';
 import type { ObjectStore } from '@coffer/objectstore';
 import { createFilesSource } from '@coffer/sources';
-import { tempDir } from '@coffer/testkit';
+import { countReads, tempDir } from '@coffer/testkit';
 import t from 'tap';
 import { type ApplyOptions, applyRestore, validateRestoreRequest } from '../src/index.ts';
 import { backupChunked, fsStore, keys, resolverOf } from './helpers.ts';
@@ -38,20 +38,7 @@ async function job(name: string) {
       runId: 'run-1',
     },
   );
-  const reads = new Map<string, number>();
-  const store = new Proxy(raw, {
-    get(target, prop, receiver) {
-      const v = Reflect.get(target, prop, receiver);
-      if ((prop === 'get' || prop === 'getStream') && typeof v === 'function')
-        return (key: string, ...rest: unknown[]) => {
-          reads.set(key, (reads.get(key) ?? 0) + 1);
-          return (v as (...a: unknown[]) => unknown).call(target, key, ...rest);
-        };
-      return typeof v === 'function' ? v.bind(target) : v;
-    },
-  }) as ObjectStore;
-  const count = (match: (key: string) => boolean) =>
-    [...reads].reduce((s, [k, n]) => s + (match(k) ? n : 0), 0);
+  const { store, count } = countReads(raw);
   return {
     root,
     store,
@@ -87,6 +74,20 @@ function tree(dir: string, at = ''): Record<string, string> {
 }
 
 const expected = Object.fromEntries(Object.entries(files).map(([n, b]) => [n, b.toString('base64')]));
+
+/** Runs `act` once, when phase one reports every record verified (before phase two starts). */
+function betweenPhases(act: () => void): { onProgress: ApplyOptions['onProgress']; done: () => boolean } {
+  let done = false;
+  return {
+    onProgress: (p) => {
+      if (p.phase === 'verify' && p.done === p.total && !done) {
+        done = true;
+        act();
+      }
+    },
+    done: () => done,
+  };
+}
 
 /** The job's pack index files under `root`. */
 function packIndexes(root: string): string[] {
@@ -128,22 +129,15 @@ t.test(
     const j = await job('tamper');
     const out = join(roots, 'tamper');
     const packs = packFiles(j.root);
-    let tampered = false;
-    const r = await applyRestore(
-      opts(j.store, out, {
-        onProgress: (p) => {
-          if (p.phase === 'verify' && p.done === p.total && !tampered) {
-            tampered = true;
-            for (const p of packs) {
-              const b = readFileSync(p);
-              b[b.length >> 1]! ^= 0x01;
-              writeFileSync(p, b);
-            }
-          }
-        },
-      }),
-    );
-    t.ok(tampered);
+    const between = betweenPhases(() => {
+      for (const p of packs) {
+        const b = readFileSync(p);
+        b[b.length >> 1]! ^= 0x01;
+        writeFileSync(p, b);
+      }
+    });
+    const r = await applyRestore(opts(j.store, out, { onProgress: between.onProgress }));
+    t.ok(between.done());
     t.equal(r.status, 'aborted');
     t.equal(r.recordsVerified, Object.keys(files).length, 'phase one passed');
     t.equal(r.failure?.phase, 'write');
@@ -157,22 +151,15 @@ t.test('a pack index that appears between the phases: phase two opens the run af
   const j = await job('moved');
   const out = join(roots, 'moved');
   const indexes = join(j.root, 'jobs', JOB, 'packs');
-  let added = false;
-  const r = await applyRestore(
-    opts(j.store, out, {
-      onProgress: (p) => {
-        if (p.phase === 'verify' && p.done === p.total && !added) {
-          added = true;
-          // A new name under the job's pack indexes, as a prune's rewrite or another run leaves.
-          const [key] = readdirSync(indexes);
-          const dir = join(indexes, key!, 'index');
-          const [one] = readdirSync(dir);
-          copyFileSync(join(dir, one!), join(dir, `${'f'.repeat(32)}.bin`));
-        }
-      },
-    }),
-  );
-  t.ok(added);
+  const between = betweenPhases(() => {
+    // A new name under the job's pack indexes, as a prune's rewrite or another run leaves.
+    const [key] = readdirSync(indexes);
+    const dir = join(indexes, key!, 'index');
+    const [one] = readdirSync(dir);
+    copyFileSync(join(dir, one!), join(dir, `${'f'.repeat(32)}.bin`));
+  });
+  const r = await applyRestore(opts(j.store, out, { onProgress: between.onProgress }));
+  t.ok(between.done());
   t.equal(r.status, 'succeeded');
   t.same(tree(out), expected);
   t.equal(j.manifestReads(), 3, 'phase two opened the run again');

@@ -12,6 +12,7 @@ export { type HttpsRoute, type HttpsRouteServer, startHttpsRouteServer } from '.
 export { markdownCells, markdownTable } from './markdown.ts';
 export { makeTestPki, type TestPki } from './pki.ts';
 export * from './postgres.ts';
+export { countReads, type ReadCounts } from './read-counts.ts';
 export { runReadmeExample } from './readme-example.ts';
 export * from './redis.ts';
 export * from './s3.ts';
