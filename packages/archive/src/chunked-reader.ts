@@ -17,6 +17,7 @@ import {
   addPacks,
   type ChunkMap,
   chunkMapIsCurrent,
+  extendChunkMap,
   loadChunkMap,
   type PackRefLine,
   toChunkedEntry,
@@ -194,6 +195,11 @@ export class ChunkedRunReader implements OpenedRun {
   private scanned = false;
   /** @internal Records whose lines need not be parsed again when the index loads (verifyRun `known`). */
   known: KnownRecords | null = null;
+  /**
+   * @internal A chunk map of this run's key loaded from the same store before (the base the run
+   * was written on): the chunk map is built on it, reading only the pack indexes stored since.
+   */
+  knownMap: ChunkMap | null = null;
 
   constructor(store: ObjectStore, manifest: VerifiedManifest, keys: ChunkKeys, workers?: number) {
     this.store = store;
@@ -212,7 +218,12 @@ export class ChunkedRunReader implements OpenedRun {
   }
 
   chunkMap(): Promise<ChunkMap> {
-    this.map ??= loadChunkMap(this.store, this.doc.job, this.keys);
+    const known = this.knownMap;
+    this.knownMap = null;
+    this.map ??=
+      known === null
+        ? loadChunkMap(this.store, this.doc.job, this.keys)
+        : extendChunkMap(this.store, this.doc.job, this.keys, known);
     return this.map;
   }
 

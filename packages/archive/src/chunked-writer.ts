@@ -31,7 +31,6 @@ import {
 } from './internal/checkpoint.ts';
 import { type ChunkKeys, chunkId, chunkKeys, newObjectId, runIndexKey } from './internal/chunk-keys.ts';
 import {
-  addPacks,
   type ChunkMap,
   chunkedEntryLine,
   chunkedHeaderLine,
@@ -713,7 +712,6 @@ export class ChunkedRunWriter implements ChunkedWriter {
 
     // The pack index of the new packs goes first: a committed run never references an undescribed chunk.
     await this.flushIndex();
-    addPacks(c.map, this.newPacks);
 
     const index = this.sealRunIndex(refs, described);
     const sealedAt = c.now().toISOString();

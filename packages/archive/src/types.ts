@@ -442,6 +442,13 @@ export interface VerifyRunOptions extends OpenRunOptions {
    * of being parsed again; every other line is parsed and checked as usual. The index's digest,
    * frames and totals are checked either way. Saves the time and the transient memory of parsing
    * what did not change; the kept base (`keepBase`) then shares those records with it.
+   *
+   * A `ChunkedBase` of the same job and chunk key, loaded from this same store, also lends its
+   * chunk map: when every pack index the base was built from is still listed, only the pack
+   * indexes stored since are read (the run's own, each opened and checked) and the base's map is
+   * extended with them in place, which the kept base then shares; when one of them is gone (a
+   * prune or repack since), the whole map is loaded again. So a base given here is the base of
+   * this run only: do not write another run on it afterwards.
    */
   knownRecords?: KnownRecords;
 }

@@ -3,7 +3,7 @@
  * recovered, and `coffer-recover verify`.
  */
 import type { ObjectStore } from '@coffer/objectstore';
-import { baseOf } from './chunked-base.ts';
+import { baseMapOf, baseOf } from './chunked-base.ts';
 import { ChunkedRunReader } from './chunked-reader.ts';
 import { ArchiveError } from './errors.ts';
 import { assertRuntime } from './internal/runtime.ts';
@@ -49,7 +49,12 @@ export async function verifyRun(store: ObjectStore, options: VerifyRunOptions): 
     checks.keyUnwrapped = true;
     if (run instanceof ChunkedRunReader) {
       // Only for an index not loaded yet (an `opened` run may have loaded its own).
-      if (options.knownRecords !== undefined) run.known = options.knownRecords;
+      if (options.knownRecords !== undefined) {
+        run.known = options.knownRecords;
+        // A base of this job and key (the one the run was written on) also lends its chunk map:
+        // only the pack indexes stored since it loaded are read.
+        run.knownMap = baseMapOf(options.knownRecords, job, run.keys.keyId);
+      }
       // 0.2: every record's chunks (pack digest, tag, chunk id) and plaintext, and the pack references.
       await run.verifyAll(checks, options.onProgress, options.newPacks);
       const kept = options.keepBase === true ? await run.loaded() : null;

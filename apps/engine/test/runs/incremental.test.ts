@@ -127,6 +127,7 @@ t.test(
       return b;
     };
     const base1 = kept(first.id);
+    const indexes1 = [...base1.map.indexes];
 
     writeFileSync(join(w.sourceDir, 'small/3.bin'), noise(3300, 4321));
     const second = await w.runNow('inc');
@@ -141,6 +142,9 @@ t.test(
       [...base1.records.keys()].filter((n) => n !== 'small/3.bin').sort(),
       'every record but the rewritten one is the base’s own (not parsed again)',
     );
+    t.equal(base2.map, base1.map, 'and its chunk map is the base’s, extended rather than read again');
+    t.same(base2.map.indexes.slice(0, -1), indexes1, 'by the second run’s pack index');
+    t.equal(base2.map.indexes.length, indexes1.length + 1);
     const m2 = (await readRunManifest(w.destinations.get('default')!, { job: 'inc', runId: second.id }))
       .document;
     t.ok(isChunkedManifest(m2) && m2.totals.newBytes < 10_000, 'only the rewritten file was stored');

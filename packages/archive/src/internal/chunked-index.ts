@@ -382,17 +382,52 @@ export function addPacks(map: ChunkMap, packs: readonly PackLine[]): void {
  */
 export async function loadChunkMap(store: ObjectStore, job: string, keys: ChunkKeys): Promise<ChunkMap> {
   const map = emptyChunkMap(keys.keyId);
-  for (const { key, id } of await listPackIndexes(store, job, keys.keyId)) {
-    const bytes = await getPackIndex(store, key);
-    const packs = bytes === null ? null : openPackIndex(bytes, job, keys, id);
-    if (packs === null) {
-      map.unreadable.push(key);
-      continue;
-    }
-    map.indexes.push(key);
-    addPacks(map, packs);
-  }
+  for (const { key, id } of await listPackIndexes(store, job, keys.keyId))
+    await describeFrom(store, job, keys, map, key, id);
   return map;
+}
+
+/**
+ * The chunk map of a job's chunk key, building on `known` (a map of the same key loaded from the
+ * same store earlier, e.g. the base a run was written on): when every pack index it was built from
+ * (readable or not) is still listed, only the pack indexes listed since are read, and `known` is
+ * extended with them in place and returned; when one is gone (a prune or repack rewrote them), the
+ * whole map is loaded again. One listing either way. The indexes `known` holds are not read again:
+ * they were opened (each frame's tag checked) when it loaded, and a pack index is never rewritten
+ * under the same name (a prune writes new ones under new names).
+ */
+export async function extendChunkMap(
+  store: ObjectStore,
+  job: string,
+  keys: ChunkKeys,
+  known: ChunkMap,
+): Promise<ChunkMap> {
+  if (known.keyId !== keys.keyId) return loadChunkMap(store, job, keys);
+  const listed = await listPackIndexes(store, job, keys.keyId);
+  const had = new Set([...known.indexes, ...known.unreadable]);
+  const names = new Set(listed.map((o) => o.key));
+  for (const key of had) if (!names.has(key)) return loadChunkMap(store, job, keys);
+  for (const { key, id } of listed) if (!had.has(key)) await describeFrom(store, job, keys, known, key, id);
+  return known;
+}
+
+/** Reads and opens one pack index into `map` (or lists it unreadable there). */
+async function describeFrom(
+  store: ObjectStore,
+  job: string,
+  keys: ChunkKeys,
+  map: ChunkMap,
+  key: string,
+  id: string,
+): Promise<void> {
+  const bytes = await getPackIndex(store, key);
+  const packs = bytes === null ? null : openPackIndex(bytes, job, keys, id);
+  if (packs === null) {
+    map.unreadable.push(key);
+    return;
+  }
+  map.indexes.push(key);
+  addPacks(map, packs);
 }
 
 /**
