@@ -107,13 +107,23 @@ export async function openChunkedIndex(
 ): Promise<ChunkedIndex> {
   const doc = manifest.document as ChunkedManifestDocument;
   const object = layout.index(doc.job, doc.runId);
-  const bytes = await readSignedIndex(store, doc);
+  let bytes: Uint8Array | null = await readSignedIndex(store, doc);
+  const byLine = known === undefined || known === null ? null : knownByLine(known);
   const lines = openLines(
     bytes,
     runIndexKey(keys, doc.runId),
     runBinding(doc.job, doc.runId),
     runTag(doc.job, doc.runId),
+    // A line equal to a known one is kept as the known string as its frame opens, so the frames'
+    // decoded text need not all stay alive at once (a run with nothing changed drops each).
+    byLine === null
+      ? undefined
+      : (line) => {
+          const same = byLine.get(line);
+          return same === undefined ? line : known!.lines.get(same.name)!;
+        },
   );
+  bytes = null; // the sealed bytes are not needed while the lines are parsed
   if (lines === null)
     throw new ArchiveError('ERR_ARCHIVE_INDEX_TAMPERED', { object, detail: 'a frame does not open' });
   const parse = (line: string, what: string): unknown => {
@@ -143,17 +153,10 @@ export async function openChunkedIndex(
   const entries: IndexEntry[] = [];
   let bytesTotal = 0;
   let chunkTotal = 0;
-  const byLine = known === undefined || known === null ? null : knownByLine(known);
   for (let i = 0; i < header.records; i++) {
     const line = lines[1 + i]!;
     const same = byLine?.get(line);
-    let e: IndexEntry;
-    if (same === undefined) e = toChunkedEntry(parse(line, `record ${i}`), i, object);
-    else {
-      e = withSeq(same, i);
-      // The known text, equal to this one: the decoded frames need not stay alive for it.
-      lines[1 + i] = known!.lines.get(same.name)!;
-    }
+    const e = same === undefined ? toChunkedEntry(parse(line, `record ${i}`), i, object) : withSeq(same, i);
     bytesTotal += e.size;
     chunkTotal += e.chunks!.length;
     entries.push(e);

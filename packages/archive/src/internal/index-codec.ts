@@ -108,23 +108,24 @@ export function headerLine(job: string, runId: string, records: number): string 
   return canonicalJson({ format: INDEX_FORMAT, formatVersion: FORMAT_VERSION, job, runId, records });
 }
 
-/** Cuts header + entry lines into chunk plaintexts of at most INDEX_CHUNK_BYTES, whole lines only. */
-export function indexChunks(lines: Iterable<string>): Uint8Array[] {
-  const chunks: Uint8Array[] = [];
+/**
+ * Cuts header + entry lines into chunk plaintexts of at most INDEX_CHUNK_BYTES, whole lines only,
+ * one at a time (a sealer holds one or two, not the whole index's plaintext at once).
+ */
+export function* indexChunks(lines: Iterable<string>): Generator<Uint8Array> {
   let parts: string[] = [];
   let bytes = 0;
   for (const line of lines) {
     const n = Buffer.byteLength(line, 'utf8') + 1;
     if (bytes + n > INDEX_CHUNK_BYTES && parts.length > 0) {
-      chunks.push(utf8(parts.join('')));
+      yield utf8(parts.join(''));
       parts = [];
       bytes = 0;
     }
     parts.push(line, '\n');
     bytes += n;
   }
-  if (parts.length > 0) chunks.push(utf8(parts.join('')));
-  return chunks;
+  if (parts.length > 0) yield utf8(parts.join(''));
 }
 
 /**
