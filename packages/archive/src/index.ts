@@ -35,6 +35,7 @@ export {
   isArchiveError,
   SPEC_FAILURE_REASONS,
 } from './errors.ts';
+export { stopIdleWorkers } from './idle-workers.ts';
 export { dropSpareBuffers } from './internal/buffer-pool.ts';
 export { isChunkedCheckpoint } from './internal/checkpoint.ts';
 export { CHUNK_PARAMS, type ChunkParams } from './internal/chunker.ts';

@@ -1,10 +1,12 @@
 /**
  * A finished run's memory goes back once no run is in flight (src/runs/idle-memory.ts): the
- * archive's cached pack buffers are dropped and one collection runs; not while a run is in flight.
+ * archive's cached pack buffers are dropped, its idle worker threads stopped and one collection
+ * runs; not while a run is in flight.
  */
 
 import { spawnSync } from 'node:child_process';
-import { dropSpareBuffers } from '@coffer/archive';
+import { readdirSync, readFileSync } from 'node:fs';
+import { dropSpareBuffers, stopIdleWorkers } from '@coffer/archive';
 import t from 'tap';
 import { IDLE_DELAY_MS, idleMemory, LAST_RESORT } from '../../src/runs/idle-memory.ts';
 import { makeWorld } from './helpers/world.ts';
@@ -15,18 +17,41 @@ files['large.bin'] = new Uint8Array(3 * 1024 * 1024).map((_, i) => (i * 26544357
 
 const tick = (ms = 30) => new Promise((r) => setTimeout(r, ms));
 
+/** Node names each worker thread `WorkerThread`. */
+const workerThreads = () =>
+  readdirSync('/proc/self/task').filter(
+    (id) => readFileSync(`/proc/self/task/${id}/comm`, 'utf8').trim() === 'WorkerThread',
+  ).length;
+
+/** Waits up to 2 s for the worker threads to number `n` (a terminate is asynchronous). */
+async function threadsBecome(n: number): Promise<number> {
+  for (let i = 0; i < 100 && workerThreads() !== n; i++) await tick(20);
+  return workerThreads();
+}
+
 t.test(
   'after the last run settles, the run buffers the archive cached are dropped and a collection runs',
   async (t) => {
     let collected = 0;
-    const w = await makeWorld(t, { files, service: { idleMemory: { delayMs: 20, gc: () => collected++ } } });
+    const w = await makeWorld(t, {
+      files,
+      service: {
+        idleMemory: { delayMs: 20, gc: () => collected++ },
+        // One codec worker (the world's default is none): the run's threads are what is released.
+        executor: { checkpointIntervalMs: 0, workers: 1 },
+      },
+    });
     await w.addJob({ id: 'inc', incremental: true });
     dropSpareBuffers();
+    stopIdleWorkers();
+    const before = await threadsBecome(workerThreads());
     const run = await w.runNow('inc');
     t.equal(run.status, 'ok', JSON.stringify(run.detail));
     await tick(100);
     t.equal(collected, 1, 'one collection once the run settled');
     t.equal(dropSpareBuffers(), 0, 'nothing left in the cache');
+    t.equal(stopIdleWorkers(), 0, 'no idle archive thread left running');
+    t.equal(await threadsBecome(before), before, 'the run’s worker threads ended');
   },
 );
 
@@ -34,7 +59,10 @@ t.test('control: without the release, a run leaves its pack buffers in the cache
   let collected = 0;
   const w = await makeWorld(t, {
     files,
-    service: { idleMemory: { delayMs: 60_000, gc: () => collected++ } },
+    service: {
+      idleMemory: { delayMs: 60_000, gc: () => collected++ },
+      executor: { checkpointIntervalMs: 0, workers: 1 },
+    },
   });
   await w.addJob({ id: 'inc', incremental: true });
   dropSpareBuffers();
@@ -43,6 +71,7 @@ t.test('control: without the release, a run leaves its pack buffers in the cache
   await tick(100);
   t.equal(collected, 0);
   t.ok(dropSpareBuffers() > 0, 'the writer left its buffers for a next pool');
+  t.ok(stopIdleWorkers() >= 2, 'and its codec worker and record-hash thread still run');
 });
 
 t.test('nothing is released while something is in flight; the release runs once it is not', async (t) => {
@@ -61,8 +90,8 @@ t.test('nothing is released while something is in flight; the release runs once 
   t.equal(collected, 1, 'stopped: the pending release does not run');
   t.same(
     idleMemory({ gc: null }).release(),
-    { buffers: 0, collected: false },
-    'without a collector: drops only',
+    { buffers: 0, workers: 0, collected: false },
+    'without a collector: drops buffers and stops threads only',
   );
 });
 
@@ -82,7 +111,7 @@ t.test('by default the release waits a second after the last run settled', async
 t.test('the collection asked for is the memory-reducing one, and this Node accepts it', async (t) => {
   const asked: unknown[] = [];
   const idle = idleMemory({ gc: (o) => asked.push(o) });
-  t.same(idle.release(), { buffers: 0, collected: true });
+  t.same(idle.release(), { buffers: 0, workers: 0, collected: true });
   t.same(asked, [{ type: 'major', execution: 'sync', flavor: 'last-resort' }]);
   // The real collector under --expose-gc (the engine's own flag), with the same options.
   const r = spawnSync(

@@ -95,6 +95,8 @@ interface Slot {
   worker: Worker;
   busy: number;
   pending: Map<number, Pending>;
+  /** Stopped on purpose (stopIdle): its exit is not a failure. */
+  stopped?: boolean;
 }
 
 /**
@@ -139,8 +141,12 @@ class WorkerPool {
           if (msg.error !== undefined) p.reject(new Error(`frame codec worker: ${msg.error}`));
           else p.resolve(msg.r);
         });
-        worker.on('error', () => this.fail(slot));
-        worker.on('exit', () => this.fail(slot));
+        worker.on('error', () => {
+          if (slot.stopped !== true) this.fail(slot);
+        });
+        worker.on('exit', () => {
+          if (slot.stopped !== true) this.fail(slot);
+        });
         worker.unref();
         this.slots.push(slot);
         return slot;
@@ -153,6 +159,18 @@ class WorkerPool {
     for (let i = 1; i < limit && i < this.slots.length; i++)
       if (this.slots[i]!.busy < best.busy) best = this.slots[i]!;
     return best;
+  }
+
+  /** Stops the workers with nothing in flight; returns how many. A later call starts one again. */
+  stopIdle(): number {
+    const idle = this.slots.filter((s) => s.busy === 0);
+    if (idle.length === 0) return 0;
+    this.slots = this.slots.filter((s) => s.busy !== 0);
+    for (const s of idle) {
+      s.stopped = true;
+      void s.worker.terminate();
+    }
+    return idle.length;
   }
 
   private fail(slot: Slot): void {
@@ -206,6 +224,14 @@ class WorkerPool {
 
 let pool: WorkerPool | null = null;
 const views = new Map<number, FrameCodec>();
+
+/**
+ * Stops the process's codec workers that have nothing in flight and returns how many; the next
+ * seal or open starts one again (tens of milliseconds). Each holds a V8 heap of its own.
+ */
+export function stopIdleCodecWorkers(): number {
+  return pool?.stopIdle() ?? 0;
+}
 
 /**
  * Default worker count: one core fewer than the machine has (the calling thread reads, chunks or

@@ -128,31 +128,46 @@ interface Pending {
   reject(e: unknown): void;
 }
 
+/**
+ * The record-hash thread. Started on the first request rather than when a writer or reader is
+ * made (a run with nothing changed never hashes off-thread, so it never starts it), and stopped by
+ * `stopIdle` while no request is in flight and no record's hash is half-way; the next request
+ * starts a fresh thread.
+ */
 class WorkerHasher implements RecordHasher {
   readonly offThread: boolean = true;
-  private readonly worker: Worker;
+  private worker: Worker | null = null;
   private readonly pending = new Map<number, Pending>();
+  /** Keys whose running hash lives on the thread (used, not yet ended or forgotten). */
+  private readonly open = new Set<number>();
   private nextId = 1;
+  /** The hashing core on the calling thread, once a thread could not start. */
+  private inline: ReturnType<typeof hashCore> | null = null;
   failed = false;
 
-  constructor() {
-    this.worker = new Worker(WORKER_SOURCE, { eval: true });
-    this.worker.on('message', (msg: { id: number; r?: Parameters<typeof unpack>[0]; error?: string }) => {
+  private thread(): Worker {
+    if (this.worker !== null) return this.worker;
+    const worker = new Worker(WORKER_SOURCE, { eval: true });
+    worker.on('message', (msg: { id: number; r?: Parameters<typeof unpack>[0]; error?: string }) => {
       const p = this.pending.get(msg.id);
       if (!p) return;
       this.pending.delete(msg.id);
-      if (this.pending.size === 0) this.worker.unref();
+      if (this.pending.size === 0) worker.unref();
       if (msg.r !== undefined) p.resolve(unpack(msg.r));
       else p.reject(new Error(`record hash worker: ${msg.error}`));
     });
     const stop = () => {
+      // A thread stopped on purpose (stopIdle) had nothing in flight and is simply replaced.
+      if (this.worker !== worker) return;
       this.failed = true;
       for (const p of this.pending.values()) p.reject(new Error('record hash worker stopped'));
       this.pending.clear();
     };
-    this.worker.on('error', stop);
-    this.worker.on('exit', stop);
-    this.worker.unref();
+    worker.on('error', stop);
+    worker.on('exit', stop);
+    worker.unref();
+    this.worker = worker;
+    return worker;
   }
 
   newKey(): number {
@@ -163,36 +178,65 @@ class WorkerHasher implements RecordHasher {
     if (this.failed) return Promise.reject(new Error('record hash worker stopped'));
     if (!(buf.buffer instanceof SharedArrayBuffer))
       return Promise.reject(new TypeError('record hash worker needs a shared buffer'));
+    if (this.worker === null && this.inline === null) {
+      try {
+        this.thread();
+      } catch {
+        // No thread can start (a resource limit): hash on this thread from now on. No hash is
+        // half-way here (a thread is only replaced with none open), so nothing is lost.
+        this.inline = hashCore(nodeCrypto);
+      }
+    }
+    if (this.inline !== null) {
+      try {
+        return Promise.resolve(unpack(this.inline(buf, ops)));
+      } catch (e) {
+        return Promise.reject(e);
+      }
+    }
+    const worker = this.worker!;
+    for (let i = 0; i + 3 < ops.length; i += 4) {
+      if ((ops[i + 3]! & END) !== 0) this.open.delete(ops[i]!);
+      else this.open.add(ops[i]!);
+    }
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
-      if (this.pending.size === 1) this.worker.ref();
-      this.worker.postMessage({ id, buf, ops });
+      if (this.pending.size === 1) worker.ref();
+      worker.postMessage({ id, buf, ops });
     });
   }
 
   forget(keys: number[]): void {
+    for (const k of keys) this.open.delete(k);
     if (this.failed || keys.length === 0) return;
     const ops: number[] = [];
     for (const k of keys) ops.push(k, 0, 0, BEGIN | END);
-    this.worker.postMessage({ forget: ops });
+    if (this.inline !== null) this.inline(new Uint8Array(0), ops);
+    else this.worker?.postMessage({ forget: ops });
+  }
+
+  /** Stops the thread when it has nothing in flight and no hash half-way; true if it stopped. */
+  stopIdle(): boolean {
+    const worker = this.worker;
+    if (worker === null || this.pending.size > 0 || this.open.size > 0) return false;
+    this.worker = null;
+    void worker.terminate();
+    return true;
   }
 }
 
 const inline = new InlineHasher();
 let shared: WorkerHasher | null = null;
-let broken = false;
 
 /** The process's record hasher: one worker thread when `offThread`, else the inline one. */
 export function recordHasher(offThread: boolean): RecordHasher {
-  if (!offThread || broken) return inline;
-  if (shared === null || shared.failed) {
-    try {
-      shared = new WorkerHasher();
-    } catch {
-      broken = true;
-      return inline;
-    }
-  }
+  if (!offThread) return inline;
+  if (shared === null || shared.failed) shared = new WorkerHasher();
   return shared;
+}
+
+/** Stops the record-hash thread if it is idle (see WorkerHasher); true if it stopped. */
+export function stopIdleHasher(): boolean {
+  return shared?.stopIdle() ?? false;
 }
