@@ -345,6 +345,8 @@ export class ChunkedRunWriter implements ChunkedWriter {
    * sealed in place, and a duplicate's bytes overwritten, only once the hash thread read them.
    */
   private hashOps: number[] = [];
+  /** The worker threads were asked to start (at the first record read). */
+  private warmed = false;
   private lastHash: Promise<HashDigest[]> = Promise.resolve([]);
 
   constructor(c: Config) {
@@ -453,6 +455,13 @@ export class ChunkedRunWriter implements ChunkedWriter {
     body: RecordInput['body'],
     declared: number | undefined,
   ): Promise<{ size: number; digest: Digest; refs: ChunkRef[] }> {
+    if (!this.warmed) {
+      // The first record read: its packs will be sealed (and large records hashed) on worker
+      // threads, which an idle engine stopped; they boot (~30 ms each) while this one reads.
+      this.warmed = true;
+      this.c.codec.warm();
+      this.hasher.warm();
+    }
     if (body instanceof Uint8Array) declared = body.length;
     // A large record is hashed on the record-hash thread chunk by chunk, from the pack buffer the
     // chunk was cut in (this thread meanwhile computes the chunk's id and reads on).

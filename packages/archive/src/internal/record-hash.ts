@@ -103,6 +103,8 @@ export interface RecordHasher {
   run(buf: Uint8Array, ops: number[]): Promise<HashDigest[]>;
   /** Drops the running hashes of `keys` (a record abandoned half-way). */
   forget(keys: number[]): void;
+  /** Starts the thread now if it is not running, so the first request does not wait for it to boot. */
+  warm(): void;
 }
 
 let nextKey = 1;
@@ -110,6 +112,7 @@ let nextKey = 1;
 class InlineHasher implements RecordHasher {
   readonly offThread: boolean = false;
   private readonly core = hashCore(nodeCrypto);
+  warm(): void {}
   newKey(): number {
     return nextKey++;
   }
@@ -214,6 +217,15 @@ class WorkerHasher implements RecordHasher {
     for (const k of keys) ops.push(k, 0, 0, BEGIN | END);
     if (this.inline !== null) this.inline(new Uint8Array(0), ops);
     else this.worker?.postMessage({ forget: ops });
+  }
+
+  warm(): void {
+    if (this.worker !== null || this.inline !== null || this.failed) return;
+    try {
+      this.thread();
+    } catch {
+      this.inline = hashCore(nodeCrypto);
+    }
   }
 
   /** Stops the thread when it has nothing in flight and no hash half-way; true if it stopped. */
