@@ -94,14 +94,18 @@ async function trial(t: T, n: number, store: ObjectStore, rnd: () => number): Pr
     await e.service.stop();
     await e.state.close();
   };
-  const setJob = (e: Engine, ok: boolean) =>
-    e.state.jobs.upsert({
+  // Whether the job's source is readable (its next run ends ok), as last stored.
+  let sourceOk = true;
+  const setJob = (e: Engine, ok: boolean) => {
+    sourceOk = ok;
+    return e.state.jobs.upsert({
       id: 'docs',
       cadenceSeconds: 3600,
       source: { type: 'files', path: ok ? source : join(dir, 'missing') },
       destinations: ['default'],
       retention,
     } as unknown as { id: string });
+  };
 
   let e = await open();
   t.teardown(() => close(e));
@@ -205,7 +209,11 @@ async function trial(t: T, n: number, store: ObjectStore, rnd: () => number): Pr
         log.push('unpin');
       }
     } else {
+      // The operator changes the job's retention: stored at once, as the API does, so the next
+      // prune applies it (the checks above judge every prune by `retention`). The job is stored
+      // only once it exists in this state database (after a state loss: at its next run).
       retention = randomRetention();
+      if ((await e.state.jobs.get('docs')) !== null) await setJob(e, sourceOk);
       log.push(`retention ${JSON.stringify(retention)}`);
     }
   }
