@@ -345,7 +345,7 @@ export class ChunkedRunWriter implements ChunkedWriter {
    * sealed in place, and a duplicate's bytes overwritten, only once the hash thread read them.
    */
   private hashOps: number[] = [];
-  /** The worker threads were asked to start (at the first record read). */
+  /** The codec workers were asked to start (at the first record read). */
   private warmed = false;
   private lastHash: Promise<HashDigest[]> = Promise.resolve([]);
 
@@ -456,16 +456,18 @@ export class ChunkedRunWriter implements ChunkedWriter {
     declared: number | undefined,
   ): Promise<{ size: number; digest: Digest; refs: ChunkRef[] }> {
     if (!this.warmed) {
-      // The first record read: its packs will be sealed (and large records hashed) on worker
-      // threads, which an idle engine stopped; they boot (~30 ms each) while this one reads.
+      // The first record read: its packs will be sealed on a codec worker, which an idle engine
+      // stopped; it boots (~30 ms) while this thread reads.
       this.warmed = true;
       this.c.codec.warm();
-      this.hasher.warm();
     }
     if (body instanceof Uint8Array) declared = body.length;
     // A large record is hashed on the record-hash thread chunk by chunk, from the pack buffer the
-    // chunk was cut in (this thread meanwhile computes the chunk's id and reads on).
+    // chunk was cut in (this thread meanwhile computes the chunk's id and reads on). The thread is
+    // started by the first such record (a run whose changes are all small never starts it), and
+    // boots while this one reads the record's first chunks.
     const offload = this.hasher.offThread && declared !== undefined && declared >= OFFLOAD_MIN;
+    if (offload) this.hasher.warm();
     const hash = offload ? null : createHash('sha384');
     const rec: Offloaded | null = offload ? { key: this.hasher.newKey(), begun: false } : null;
     const chunker = this.c.chunker;

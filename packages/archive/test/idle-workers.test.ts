@@ -119,52 +119,54 @@ t.test('a request in flight keeps its thread', async (t) => {
   stopIdleWorkers();
 });
 
-t.test('a run with nothing changed starts no thread; the first record read starts both', async (t) => {
-  const { store } = fsStore(t);
-  const k = keys();
-  const records = [
-    { name: 'a', body: pseudoRandom(1024 * 1024, 1), change: 'a-1' },
-    { name: 'b', body: pseudoRandom(4096, 2), change: 'b-1' },
-  ];
-  const opts = { writeRecovery: false, workers: 1 };
-  const first = await createChunkedWriter(chunkedOptions(store, k, { ...opts, runId: 'run-0001' }));
-  await first.finish().catch(() => undefined); // an empty run; only the key matters below
-  stopIdleWorkers();
-  const base0 = await threadsBecome(workerThreads());
+t.test(
+  'a run with nothing changed starts no thread; a record read starts the codec, a large one the hash thread',
+  async (t) => {
+    const { store } = fsStore(t);
+    const k = keys();
+    const records = [
+      { name: 'a', body: pseudoRandom(1024 * 1024, 1), change: 'a-1' },
+      { name: 'b', body: pseudoRandom(4096, 2), change: 'b-1' },
+    ];
+    const opts = { writeRecovery: false, workers: 1 };
+    const first = await createChunkedWriter(chunkedOptions(store, k, { ...opts, runId: 'run-0001' }));
+    await first.finish().catch(() => undefined); // an empty run; only the key matters below
+    stopIdleWorkers();
+    const base0 = await threadsBecome(workerThreads());
 
-  const w1 = await createChunkedWriter(chunkedOptions(store, k, { ...opts, runId: 'run-0002' }));
-  t.equal(workerThreads(), base0, 'a new writer starts no thread');
-  await w1.addRecord(records[1]!); // small: hashed inline, but its pack is sealed on a worker
-  t.equal(
-    await threadsBecome(base0 + 2),
-    base0 + 2,
-    'the first record read starts the codec worker and the hash thread',
-  );
-  for (const r of records.slice(0, 1)) await w1.addRecord(r);
-  await w1.finish();
-  stopIdleWorkers();
-  await threadsBecome(base0);
+    const w1 = await createChunkedWriter(chunkedOptions(store, k, { ...opts, runId: 'run-0002' }));
+    t.equal(workerThreads(), base0, 'a new writer starts no thread');
+    await w1.addRecord(records[1]!); // small: hashed inline, but its pack is sealed on a worker
+    t.equal(await threadsBecome(base0 + 1), base0 + 1, 'the first record read starts the codec worker');
+    await new Promise((r) => setTimeout(r, 100));
+    t.equal(workerThreads(), base0 + 1, 'and only it: no record needed the hash thread yet');
+    await w1.addRecord(records[0]!); // 1 MiB: hashed on the record-hash thread
+    t.equal(await threadsBecome(base0 + 2), base0 + 2, 'a large record starts the hash thread');
+    await w1.finish();
+    stopIdleWorkers();
+    await threadsBecome(base0);
 
-  const base = await loadChunkedBase(store, {
-    job: 'job-a',
-    runId: 'run-0002',
-    secretKey: k.operational.secretKey,
-  });
-  const w2 = await createChunkedWriter(
-    chunkedOptions(store, k, { ...opts, runId: 'run-0003', prevRunId: 'run-0002', base }),
-  );
-  for (const r of [records[1]!, records[0]!])
-    await w2.addRecord({ ...r, body: new Uint8Array(0), size: r.body.length });
-  const s = await w2.finish();
-  t.equal(s.unchangedRecords, 2, 'both records taken from the base unread');
-  const v = await verifyRun(store, {
-    job: 'job-a',
-    runId: 'run-0003',
-    secretKey: k.operational.secretKey,
-    newPacks: s.packIds,
-    knownRecords: base!,
-    workers: 1,
-  });
-  t.ok(v.ok, 'and read back');
-  t.equal(workerThreads(), base0, 'no thread was started by the run or its read-back');
-});
+    const base = await loadChunkedBase(store, {
+      job: 'job-a',
+      runId: 'run-0002',
+      secretKey: k.operational.secretKey,
+    });
+    const w2 = await createChunkedWriter(
+      chunkedOptions(store, k, { ...opts, runId: 'run-0003', prevRunId: 'run-0002', base }),
+    );
+    for (const r of [records[1]!, records[0]!])
+      await w2.addRecord({ ...r, body: new Uint8Array(0), size: r.body.length });
+    const s = await w2.finish();
+    t.equal(s.unchangedRecords, 2, 'both records taken from the base unread');
+    const v = await verifyRun(store, {
+      job: 'job-a',
+      runId: 'run-0003',
+      secretKey: k.operational.secretKey,
+      newPacks: s.packIds,
+      knownRecords: base!,
+      workers: 1,
+    });
+    t.ok(v.ok, 'and read back');
+    t.equal(workerThreads(), base0, 'no thread was started by the run or its read-back');
+  },
+);
