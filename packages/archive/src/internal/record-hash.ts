@@ -181,15 +181,7 @@ class WorkerHasher implements RecordHasher {
     if (this.failed) return Promise.reject(new Error('record hash worker stopped'));
     if (!(buf.buffer instanceof SharedArrayBuffer))
       return Promise.reject(new TypeError('record hash worker needs a shared buffer'));
-    if (this.worker === null && this.inline === null) {
-      try {
-        this.thread();
-      } catch {
-        // No thread can start (a resource limit): hash on this thread from now on. No hash is
-        // half-way here (a thread is only replaced with none open), so nothing is lost.
-        this.inline = hashCore(nodeCrypto);
-      }
-    }
+    if (this.worker === null) this.warm();
     if (this.inline !== null) {
       try {
         return Promise.resolve(unpack(this.inline(buf, ops)));
@@ -224,6 +216,8 @@ class WorkerHasher implements RecordHasher {
     try {
       this.thread();
     } catch {
+      // No thread can start (a resource limit): hash on this thread from now on. No hash is
+      // half-way here (a thread is only replaced with none open), so nothing is lost.
       this.inline = hashCore(nodeCrypto);
     }
   }
