@@ -4,24 +4,12 @@
  * keeps its thread. The record-hash thread is started by its first request, not by a writer.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { waitForWorkerThreads as threadsBecome, workerThreadCount as workerThreads } from '@coffer/testkit';
 import t from 'tap';
 import { createChunkedWriter, loadChunkedBase, stopIdleWorkers, verifyRun } from '../src/index.ts';
 import { frameCodec } from '../src/internal/codec-pool.ts';
 import { BEGIN, END, recordHasher } from '../src/internal/record-hash.ts';
 import { chunkedOptions, fsStore, keys, pseudoRandom } from './helpers.ts';
-
-/** Node names each worker thread `WorkerThread` (the process's own threads have other names). */
-const workerThreads = () =>
-  readdirSync('/proc/self/task').filter(
-    (id) => readFileSync(`/proc/self/task/${id}/comm`, 'utf8').trim() === 'WorkerThread',
-  ).length;
-
-/** Waits until the count of worker threads is `n` (terminate is asynchronous), or 2 s. */
-async function threadsBecome(n: number): Promise<number> {
-  for (let i = 0; i < 100 && workerThreads() !== n; i++) await new Promise((r) => setTimeout(r, 20));
-  return workerThreads();
-}
 
 const sha384 = (b: Uint8Array) => createHash('sha384').update(b).digest('hex');
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
@@ -129,8 +117,6 @@ t.test(
       { name: 'b', body: pseudoRandom(4096, 2), change: 'b-1' },
     ];
     const opts = { writeRecovery: false, workers: 1 };
-    const first = await createChunkedWriter(chunkedOptions(store, k, { ...opts, runId: 'run-0001' }));
-    await first.finish().catch(() => undefined); // an empty run; only the key matters below
     stopIdleWorkers();
     const base0 = await threadsBecome(workerThreads());
 

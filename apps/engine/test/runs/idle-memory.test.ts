@@ -5,8 +5,8 @@
  */
 
 import { spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
 import { dropSpareBuffers, stopIdleWorkers } from '@coffer/archive';
+import { waitForWorkerThreads as threadsBecome, workerThreadCount as workerThreads } from '@coffer/testkit';
 import t from 'tap';
 import { IDLE_DELAY_MS, idleMemory, LAST_RESORT } from '../../src/runs/idle-memory.ts';
 import { makeWorld } from './helpers/world.ts';
@@ -16,18 +16,6 @@ for (let i = 0; i < 10; i++) files[`f/${i}.bin`] = new Uint8Array(4000 + i).fill
 files['large.bin'] = new Uint8Array(3 * 1024 * 1024).map((_, i) => (i * 2654435761) >>> 24);
 
 const tick = (ms = 30) => new Promise((r) => setTimeout(r, ms));
-
-/** Node names each worker thread `WorkerThread`. */
-const workerThreads = () =>
-  readdirSync('/proc/self/task').filter(
-    (id) => readFileSync(`/proc/self/task/${id}/comm`, 'utf8').trim() === 'WorkerThread',
-  ).length;
-
-/** Waits up to 2 s for the worker threads to number `n` (a terminate is asynchronous). */
-async function threadsBecome(n: number): Promise<number> {
-  for (let i = 0; i < 100 && workerThreads() !== n; i++) await tick(20);
-  return workerThreads();
-}
 
 t.test(
   'after the last run settles, the run buffers the archive cached are dropped and a collection runs',

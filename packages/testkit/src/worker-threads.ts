@@ -1,0 +1,22 @@
+/**
+ * Counting the process's worker threads from the kernel's side, so a test can say that a thread
+ * really ended (not only that its owner forgot it). Linux only (/proc).
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+
+/** Node names each worker thread `WorkerThread`; the process's own threads have other names. */
+export function workerThreadCount(): number {
+  return readdirSync('/proc/self/task').filter(
+    (id) => readFileSync(`/proc/self/task/${id}/comm`, 'utf8').trim() === 'WorkerThread',
+  ).length;
+}
+
+/**
+ * Waits until the process has `n` worker threads (a terminate or a start is asynchronous), or
+ * `timeoutMs`; returns the count then, so the caller asserts it.
+ */
+export async function waitForWorkerThreads(n: number, timeoutMs = 2000): Promise<number> {
+  const until = Date.now() + timeoutMs;
+  while (workerThreadCount() !== n && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+  return workerThreadCount();
+}
