@@ -156,7 +156,10 @@ export async function openChunkedIndex(
   for (let i = 0; i < header.records; i++) {
     const line = lines[1 + i]!;
     const same = byLine?.get(line);
-    const e = same === undefined ? toChunkedEntry(parse(line, `record ${i}`), i, object) : withSeq(same, i);
+    const e =
+      same === undefined
+        ? toChunkedEntry(parse(line, `record ${i}`), i, object, { line, prev: entries.at(-1) ?? null })
+        : withSeq(same, i);
     bytesTotal += e.size;
     chunkTotal += e.chunks!.length;
     entries.push(e);

@@ -1,0 +1,144 @@
+/**
+ * Entries parsed from a 0.2 run index hold their strings as slices of the signed line rather than
+ * JSON.parse's copies (src/internal/chunked-index.ts toChunkedEntry), and are the same entries
+ * either way: names with escapes or characters outside ASCII, several sources, metadata strings.
+ */
+import { getHeapSnapshot } from 'node:v8';
+import type { ObjectStore } from '@coffer/objectstore';
+import t from 'tap';
+import { loadChunkedBase, type RecordInput } from '../src/index.ts';
+import { toChunkedEntry } from '../src/internal/chunked-index.ts';
+import { JOB, writeRun } from './chain-helpers.ts';
+import { fsStore, type Keys, keys, pseudoRandom, text } from './helpers.ts';
+
+// Strings the heap test looks for are built at run time: a literal of the same characters in this
+// module's code would be a string of its own.
+const path = (...parts: string[]) => parts.join('/');
+/** A function, not a constant: a module constant would keep the strings alive on its own. */
+const names = () => [
+  path('logs', '2026', '11', 'access-0001.log'),
+  'logs/2026/11/a "quoted" name\\with a backslash.txt',
+  'données/résumé-été-日本語-📦.txt',
+  'tabs\tand\nnewlines in a long enough name',
+  'short',
+];
+/** The first source's namespace: built at run time, so that no literal of it is in the heap. */
+const NAMESPACE = ['', 'srv', 'exports', 'a-namespace-long-enough-to-count'].join('/');
+
+function records(): RecordInput[] {
+  const out: RecordInput[] = names().map((name, i) => ({
+    name,
+    body: text(3000 + i * 17, i + 1),
+    change: `${1000 + i}:${3000 + i * 17}:1795803737420.1133:1795865779231.5466`,
+    metadata: { mode: 420, mtimeMs: 1795803737420.1133 + i, etag: `"etag-${i}-0123456789abcdef"` },
+    namespace: NAMESPACE,
+  }));
+  // A second source: binding and namespace change between records.
+  out.push({
+    name: path('other-source', 'records', '0001.bin'),
+    body: pseudoRandom(200 * 1024, 3),
+    change: ['other', 'change', 'token', '0001'].join('-'),
+    binding: 'db-primary',
+    namespace: 'schema/public',
+  });
+  out.push({
+    name: path('logs', '2026', '11', 'access-0002.log'),
+    body: text(5000, 9),
+    change: ['a', 'change', 'token', 'for', 'access', '0002'].join('-'),
+    namespace: NAMESPACE,
+  });
+  return out;
+}
+
+async function base(store: ObjectStore, k: Keys) {
+  await writeRun(store, k, 'run-0001', null, records());
+  return (await loadChunkedBase(store, { job: JOB, runId: 'run-0001', secretKey: k.operational.secretKey }))!;
+}
+
+t.test('entries parsed from the lines are the entries JSON.parse makes', async (t) => {
+  const { store } = fsStore(t);
+  const b = await base(store, keys());
+  t.equal(b.records.size, names().length + 2);
+  let prev = null;
+  for (const [name, line] of b.lines) {
+    const entry = b.records.get(name)!;
+    const plain = toChunkedEntry(JSON.parse(line), entry.seq, 'index');
+    t.same(entry, plain, `${JSON.stringify(name)}: the same entry`);
+    t.same(toChunkedEntry(JSON.parse(line), entry.seq, 'index', { line, prev }), plain, 'and again, sliced');
+    prev = entry;
+  }
+  const got = [...b.records.values()].map((e) => e.name);
+  t.same(
+    got.sort(),
+    records()
+      .map((r) => r.name)
+      .sort(),
+    'every name as written',
+  );
+});
+
+/** The flat (copied) string nodes of the heap whose characters are one of `wanted`, and its slices. */
+async function flatCopies(
+  wanted: Set<string>,
+  counted: string,
+): Promise<{ flat: number; sliced: number; copies: number }> {
+  let json = '';
+  for await (const chunk of getHeapSnapshot()) json += chunk;
+  const snap = JSON.parse(json) as {
+    snapshot: { meta: { node_fields: string[]; node_types: [string[]] } };
+    nodes: number[];
+    strings: string[];
+  };
+  const fields = snap.snapshot.meta.node_fields;
+  const types = snap.snapshot.meta.node_types[0];
+  const iType = fields.indexOf('type');
+  const iName = fields.indexOf('name');
+  let flat = 0;
+  let sliced = 0;
+  let copies = 0;
+  for (let i = 0; i < snap.nodes.length; i += fields.length) {
+    const type = types[snap.nodes[i + iType]!];
+    if (type === 'sliced string') sliced++;
+    else if (type === 'string') {
+      const name = snap.strings[snap.nodes[i + iName]!]!;
+      if (wanted.has(name)) flat++;
+      if (name === counted) copies++;
+    }
+  }
+  return { flat, sliced, copies };
+}
+
+t.test('a loaded base holds no copy of a digest, chunk id, change token or plain name', async (t) => {
+  const { store } = fsStore(t);
+  const k = keys();
+  // Written in a function of its own so that nothing of the writer's outlives it.
+  const b = await base(store, k);
+  const wanted = new Set<string>();
+  for (const e of b.records.values()) {
+    wanted.add(e.sha384);
+    for (const c of e.chunks!) wanted.add(c.id);
+    if (e.change !== undefined) wanted.add(e.change);
+    // A name the line holds only escaped, or too short to slice, stays a copy.
+    if (/^[ -~]{13,}$/.test(e.name) && !/["\\]/.test(e.name)) wanted.add(e.name);
+  }
+  t.ok(wanted.size >= 3 * b.records.size, `${wanted.size} strings looked for`);
+  const { flat, sliced, copies } = await flatCopies(wanted, NAMESPACE);
+  t.equal(flat, 0, 'none of them is a string of its own');
+  t.ok(sliced >= wanted.size, 'they are slices of the lines');
+  const ofFirst = [...b.records.values()].filter((e) => e.namespace === NAMESPACE).length;
+  t.equal(ofFirst, names().length + 1, 'records of the first source');
+  // One string of the namespace for the records before the second source's, one for those after.
+  t.ok(copies <= 3, `${copies} strings of the namespace for ${ofFirst} records`);
+  t.ok(b.records.size > 0, 'the base is still alive');
+});
+
+t.test('records of one source keep their fields around another source', async (t) => {
+  const { store } = fsStore(t);
+  const b = await base(store, keys());
+  const entries = [...b.records.values()].sort((x, y) => x.seq - y.seq);
+  const other = entries.find((e) => e.binding === 'db-primary')!;
+  t.equal(other.namespace, 'schema/public', 'the second source keeps its own fields');
+  const after = entries[other.seq + 1]!;
+  t.equal(after.namespace, NAMESPACE, 'and the record after it is of the first source again');
+  t.equal(after.binding, entries[0]!.binding);
+});
