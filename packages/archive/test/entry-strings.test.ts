@@ -77,11 +77,15 @@ t.test('entries parsed from the lines are the entries JSON.parse makes', async (
   );
 });
 
-/** The flat (copied) string nodes of the heap whose characters are one of `wanted`, and its slices. */
+/**
+ * In the heap: the flat (copied) strings whose characters are one of `wanted`, the sliced strings,
+ * the flat strings equal to `counted`, and the flat strings equal to one of `ids`.
+ */
 async function flatCopies(
   wanted: Set<string>,
   counted: string,
-): Promise<{ flat: number; sliced: number; copies: number }> {
+  ids: Set<string>,
+): Promise<{ flat: number; sliced: number; copies: number; idCopies: number }> {
   let json = '';
   for await (const chunk of getHeapSnapshot()) json += chunk;
   const snap = JSON.parse(json) as {
@@ -96,6 +100,7 @@ async function flatCopies(
   let flat = 0;
   let sliced = 0;
   let copies = 0;
+  let idCopies = 0;
   for (let i = 0; i < snap.nodes.length; i += fields.length) {
     const type = types[snap.nodes[i + iType]!];
     if (type === 'sliced string') sliced++;
@@ -103,28 +108,40 @@ async function flatCopies(
       const name = snap.strings[snap.nodes[i + iName]!]!;
       if (wanted.has(name)) flat++;
       if (name === counted) copies++;
+      if (ids.has(name)) idCopies++;
     }
   }
-  return { flat, sliced, copies };
+  return { flat, sliced, copies, idCopies };
 }
 
-t.test('a loaded base holds no copy of a digest, chunk id, change token or plain name', async (t) => {
+t.test('a loaded base holds no copy of a digest, chunk reference, change token or plain name', async (t) => {
   const { store } = fsStore(t);
   const k = keys();
   // Written in a function of its own so that nothing of the writer's outlives it.
   const b = await base(store, k);
   const wanted = new Set<string>();
+  const ids = new Set<string>();
   for (const e of b.records.values()) {
     wanted.add(e.sha384);
-    for (const c of e.chunks!) wanted.add(c.id);
+    // The reference as JSON.parse copies it out of the line: a slice of it kept it alive.
+    for (const c of e.chunks!) wanted.add(`${c.id}:${c.length}`);
     if (e.change !== undefined) wanted.add(e.change);
     // A name the line holds only escaped, or too short to slice, stays a copy.
     if (/^[ -~]{13,}$/.test(e.name) && !/["\\]/.test(e.name)) wanted.add(e.name);
   }
+  // The chunk map's: each chunk id once, of its own; the pack index's references not at all.
+  for (const line of b.map.packs.values()) {
+    for (const c of line.chunks) {
+      ids.add(c.id);
+      wanted.add(`${c.id}:${c.offset}:${c.length}`);
+    }
+  }
   t.ok(wanted.size >= 3 * b.records.size, `${wanted.size} strings looked for`);
-  const { flat, sliced, copies } = await flatCopies(wanted, NAMESPACE);
+  t.equal(ids.size, b.chunkCount, 'every chunk of the map');
+  const { flat, sliced, copies, idCopies } = await flatCopies(wanted, NAMESPACE, ids);
   t.equal(flat, 0, 'none of them is a string of its own');
-  t.ok(sliced >= wanted.size, 'they are slices of the lines');
+  t.ok(sliced >= b.records.size * 3, 'the entries’ strings are slices of the lines');
+  t.equal(idCopies, ids.size, 'each chunk id of the map is one string of its own');
   const ofFirst = [...b.records.values()].filter((e) => e.namespace === NAMESPACE).length;
   t.equal(ofFirst, names().length + 1, 'records of the first source');
   // One string of the namespace for the records before the second source's, one for those after.

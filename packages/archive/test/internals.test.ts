@@ -14,14 +14,20 @@ import {
   verifyRun,
 } from '../src/index.ts';
 import { BufferPool, putSpare, spareBuffers } from '../src/internal/buffer-pool.ts';
+import { chunkKeys, packIndexKey } from '../src/internal/chunk-keys.ts';
 import {
   type ChunkedEntryFields,
   canonicalChunkedEntryLine,
   chunkedEntryLine,
+  openPackIndex,
+  packIndexLines,
   toChunkedEntry,
 } from '../src/internal/chunked-index.ts';
 import { canonicalEntryLine, type EntryFields, entryLine } from '../src/internal/index-codec.ts';
+import { tableBytes } from '../src/internal/pack-codec.ts';
 import { BEGIN, END, PREFIX, recordHasher } from '../src/internal/record-hash.ts';
+import { runBinding, runTag, sessionSalt } from '../src/internal/run-binding.ts';
+import { sealLines } from '../src/internal/sealed-lines.ts';
 import { chunkedOptions, fsStore, keys, pseudoRandom, runEntries, writerOptions } from './helpers.ts';
 
 t.test('buffer pool: bounded, FIFO back-pressure, ownership checks', async (t) => {
@@ -417,6 +423,69 @@ t.test(
       { code: 'ERR_ARCHIVE_INDEX_INCONSISTENT' },
       'lengths must sum to the size',
     );
+  },
+);
+
+t.test(
+  "a pack index line's chunk references: exactly <64 lower-case hex>:<offset>:<length>, canonical, tiling the pack",
+  async (t) => {
+    const keys = chunkKeys(new Uint8Array(32).fill(7));
+    const job = 'job-a';
+    const indexId = 'c'.repeat(32);
+    const pack = 'd'.repeat(32);
+    const id = 'ab'.repeat(32);
+    const other = '0'.repeat(64);
+    /** A pack index of one pack whose chunk references are `refs`, as written (not re-encoded). */
+    const open = (refs: string[], data: number) => {
+      const good = refs.map((_, i) => `${i.toString(16).padStart(64, 'e')}:${i}:1`);
+      let [header, line] = packIndexLines(job, keys.keyId, [
+        {
+          pack,
+          size: 1000,
+          plainSize: data + tableBytes(refs.length),
+          compression: 'none',
+          sha256: `sha256:${'1'.repeat(64)}`,
+          chunks: good.map((g) => ({ id: g.slice(0, 64), offset: 0, length: 1 })),
+        },
+      ]);
+      for (let i = 0; i < refs.length; i++)
+        line = line!.replace(`"${good[i]!.slice(0, 64)}:0:1"`, JSON.stringify(refs[i]));
+      const sealed = sealLines(
+        [header!, line!],
+        packIndexKey(keys, indexId),
+        runBinding(job, indexId),
+        runTag(job, indexId),
+        sessionSalt(),
+        true,
+      );
+      return openPackIndex(sealed.bytes, job, keys, indexId);
+    };
+    const opened = open([`${id}:0:7`, `${other}:7:9`], 16);
+    t.same(
+      opened?.[0]?.chunks.map((c) => [c.id, c.offset, c.length, c.pack]),
+      [
+        [id, 0, 7, pack],
+        [other, 7, 9, pack],
+      ],
+      'a well-formed pack line opens, each chunk naming its pack',
+    );
+    const refused: [string, string][] = [
+      ['upper-case hex', `${'AB'.repeat(32)}:0:7`],
+      ['63 hex digits', `${id.slice(1)}:0:7`],
+      ['65 hex digits', `${id}a:0:7`],
+      ['no offset', `${id}:7`],
+      ['empty offset', `${id}::7`],
+      ['offset with a leading zero', `${id}:00:7`],
+      ['eleven-digit length', `${id}:0:12345678901`],
+      ['length with a leading zero', `${id}:0:07`],
+      ['zero length', `${id}:0:0`],
+      ['sign', `${id}:0:+7`],
+      ['three fields', `${id}:0:7:1`],
+      ['trailing space', `${id}:0:7 `],
+    ];
+    for (const [what, ref] of refused) t.equal(open([ref], 7), null, what);
+    t.equal(open([`${id}:1:6`], 7), null, 'a first chunk not at offset 0');
+    t.equal(open([`${id}:0:6`], 7), null, 'chunks that do not tile the data');
   },
 );
 
