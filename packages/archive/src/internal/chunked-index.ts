@@ -166,14 +166,43 @@ export function toChunkedEntry(
   const bad = (what: string) =>
     new ArchiveError('ERR_ARCHIVE_INDEX_TAMPERED', { object, detail: `record ${seq}: ${what}` });
   const fields = commonEntryFields(value, bad);
-  let { name, sha384, sourceType, binding, namespace } = fields;
-  const { size, metadata, chunks, change } = fields;
-  if (change !== undefined && typeof change !== 'string') throw bad('bad change token');
-  if (!Array.isArray(chunks)) throw bad('bad chunks');
-  let token = change as string | undefined;
-  const line = from?.line;
-  // Sized up front: an array grown by push keeps room for 17 elements (152 bytes), and most
-  // records have one chunk.
+  if (fields.change !== undefined && typeof fields.change !== 'string') throw bad('bad change token');
+  if (!Array.isArray(fields.chunks)) throw bad('bad chunks');
+  const { refs, total } = chunkRefsOf(fields.chunks, from?.line, bad);
+  if (total !== fields.size) {
+    throw new ArchiveError('ERR_ARCHIVE_INDEX_INCONSISTENT', {
+      object,
+      detail: `record ${seq}: chunk lengths sum to ${total}, size is ${fields.size}`,
+    });
+  }
+  if (from !== undefined) holdOnce(fields as typeof fields & { change?: string }, from.line, from.prev);
+  const { name, size, sha384, sourceType, binding, namespace, metadata, change } = fields;
+  return {
+    seq,
+    name,
+    size,
+    sha384,
+    shard: -1,
+    offset: -1,
+    sourceType,
+    binding,
+    namespace,
+    metadata,
+    chunks: refs,
+    ...(change === undefined ? {} : { change: change as string }),
+  };
+}
+
+/**
+ * A record line's chunk references, each checked (`chunkRefLength`), and their total length. With
+ * the line, each id is a slice of it (toChunkedEntry); the list is sized up front: one grown by
+ * push keeps room for 17 references (152 bytes), and most records have one chunk.
+ */
+function chunkRefsOf(
+  chunks: unknown[],
+  line: string | undefined,
+  bad: (what: string) => ArchiveError,
+): { refs: ChunkRef[]; total: number } {
   const refs = new Array<ChunkRef>(chunks.length);
   let total = 0;
   let at = 0;
@@ -189,37 +218,34 @@ export function toChunkedEntry(
     if (p >= 0) at = p + ref.length;
     total += length;
   }
-  if (line !== undefined) {
-    const prev = from!.prev;
-    if (prev !== null) {
-      if (prev.sourceType === sourceType) sourceType = prev.sourceType;
-      if (prev.binding === binding) binding = prev.binding;
-      if (prev.namespace === namespace) namespace = prev.namespace;
-    }
-    name = sliceOf(line, name);
-    sha384 = sliceOf(line, sha384) as Digest;
-    if (token !== undefined) token = sliceOf(line, token);
+  return { refs, total };
+}
+
+/**
+ * Swaps the strings of parsed record `f` (JSON.parse's copies) for equal ones held anyway: its
+ * name, digest and change token for slices of its `line`, its source fields for those of `prev`
+ * when equal (toChunkedEntry).
+ */
+function holdOnce(
+  f: {
+    name: string;
+    sha384: Digest;
+    sourceType: string;
+    binding: string;
+    namespace: string;
+    change?: string;
+  },
+  line: string,
+  prev: IndexEntry | null,
+): void {
+  if (prev !== null) {
+    if (prev.sourceType === f.sourceType) f.sourceType = prev.sourceType;
+    if (prev.binding === f.binding) f.binding = prev.binding;
+    if (prev.namespace === f.namespace) f.namespace = prev.namespace;
   }
-  if (total !== size) {
-    throw new ArchiveError('ERR_ARCHIVE_INDEX_INCONSISTENT', {
-      object,
-      detail: `record ${seq}: chunk lengths sum to ${total}, size is ${size}`,
-    });
-  }
-  return {
-    seq,
-    name,
-    size,
-    sha384,
-    shard: -1,
-    offset: -1,
-    sourceType,
-    binding,
-    namespace,
-    metadata,
-    chunks: refs,
-    ...(token === undefined ? {} : { change: token }),
-  };
+  f.name = sliceOf(line, f.name);
+  f.sha384 = sliceOf(line, f.sha384) as Digest;
+  if (f.change !== undefined) f.change = sliceOf(line, f.change);
 }
 
 /** V8 copies a substring shorter than this rather than referring into its parent. */
