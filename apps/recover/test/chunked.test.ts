@@ -550,3 +550,58 @@ t.test('the air-gapped bundle, copied alone, extracts run 3 of the chain', async
   t.equal(r.code, 0, r.stderr);
   expectExtracted(t, out, c.expected.c3!);
 });
+
+t.test(
+  'a record over 4 MiB is written in parts as its packs verify: byte-exact, and a pack gone near its end leaves no trace of it',
+  async (t) => {
+    // Its own run: 6 MiB over ~24 packs of 256 KiB, between two small records. Extract hands a
+    // record over 4 MiB (PART_BYTES) to the writer part by part; the file appears only once the
+    // record's SHA-384 matched.
+    const dir = tempDir(t, 'coffer-recover-parts-');
+    const bucket = join(dir, 'bucket');
+    const store = createFsStore({ root: bucket });
+    const signer = generateSigner();
+    const op = generateRecipient();
+    const breakGlass = decodeKeyFile(readFileSync(`${c.breakGlassKey}.pub`, 'utf8'), 'recipient-public').key;
+    const records: Rec[] = [
+      { name: 'before.txt', data: Buffer.from('written first\n'), change: 'x' },
+      { name: 'mid/large.bin', data: pseudoRandom(6 * 1024 * 1024, 77), change: 'y' },
+      { name: 'after.txt', data: Buffer.from('written last\n'), change: 'z' },
+    ];
+    const seals: PackSeal[] = [];
+    await writeChunkedRun(
+      store,
+      signer,
+      op,
+      { operational: op.publicKey, breakGlass },
+      'p1',
+      null,
+      records,
+      null,
+      seals,
+    );
+    const pinned = ['--pin-signer', fingerprint(signer.publicKey)];
+    const out = join(dir, 'out');
+    const r = await runCli(
+      cliArgs('extract', { from: bucket, run: 'p1', key: c.breakGlassKey, to: out }, ...pinned),
+    );
+    t.equal(r.code, 0, r.stderr);
+    expectExtracted(t, out, records);
+
+    // The last pack holding only the large record's chunks: its earlier parts were written to the
+    // temporary file by the time the reader finds it missing.
+    const own = seals.filter((s) => s.previousRecordsDone === 1 && s.recordsDone === 1);
+    t.ok(own.length > 16, `${own.length} packs hold only the large record's chunks`);
+    const keyId = readdirSync(join(bucket, 'jobs', JOB, 'packs'))[0]!;
+    const gone = layout.pack(JOB, keyId, own.at(-1)!.pack);
+    rmSync(join(bucket, ...gone.split('/')));
+    const broken = join(dir, 'out-broken');
+    const x = await runCli(
+      cliArgs('extract', { from: bucket, run: 'p1', key: c.breakGlassKey, to: broken }, ...pinned),
+    );
+    t.equal(x.code, 3, x.stderr);
+    t.match(x.stderr, gone, 'names the missing pack');
+    t.match(x.stderr, /record "mid\/large\.bin"/, 'and the record that needed it');
+    expectPartial(t, broken, records, ['before.txt']);
+  },
+);

@@ -406,6 +406,10 @@ export class ChunkedRunReader implements OpenedRun {
     options: RecordsReadOptions = {},
   ): AsyncIterable<RecordRead> {
     const max = options.maxRecordBytes ?? DEFAULT_MAX_RECORD_BYTES;
+    const partBytes = options.partBytes ?? Number.POSITIVE_INFINITY;
+    if (!(partBytes > 0)) {
+      throw new ArchiveError('ERR_ARCHIVE_INVALID_ARGUMENT', { detail: 'partBytes must be positive' });
+    }
     let last = -1;
     for (const e of entries) {
       if (e.seq <= last || e.chunks === undefined) {
@@ -420,7 +424,7 @@ export class ChunkedRunReader implements OpenedRun {
       }
       last = e.seq;
     }
-    yield* streamRecords(await this.streamContext(), entries, true);
+    yield* streamRecords(await this.streamContext(), entries, true, partBytes);
   }
 
   /** What the pipelined record stream (internal/chunk-stream.ts) needs of this reader. */

@@ -370,7 +370,8 @@ export interface OpenedRun {
    * Many records (`entries` from `records()`, in index order, a subset or all), read back in a
    * pipeline: the same checks as `readRecord` (shard digest and tag, record SHA-384), with shards
    * opened ahead on the codec workers and record hashes on the record-hash thread. Each record is
-   * yielded only after its SHA-384 matched. Its `pieces` are views of the reader's pooled shard
+   * yielded only after its SHA-384 matched (a record handed over in parts, `partBytes`: its last
+   * part). Its `pieces` are views of the reader's pooled shard
    * buffers (not copies): they stay valid and unchanged until `release()` is called, and are
    * reused afterwards. Release every record (records never released hold their buffers; when all
    * are held the reader waits for one, so release independently of asking for the next record).
@@ -381,11 +382,22 @@ export interface OpenedRun {
   readRecords(entries: readonly IndexEntry[], options?: RecordsReadOptions): AsyncIterable<RecordRead>;
 }
 
-/** One verified record from `OpenedRun.readRecords`. */
+/** One verified record from `OpenedRun.readRecords`, or one part of a record handed over in parts. */
 export interface RecordRead {
   entry: IndexEntry;
-  /** The plaintext in order (several pieces when the record spans shards; none when empty). */
+  /**
+   * The plaintext in order (several pieces when the record spans shards; none when empty). For a
+   * part, the record's next bytes.
+   */
   pieces: Uint8Array[];
+  /**
+   * Present only for a record handed over in parts (`RecordsReadOptions.partBytes`, format 0.2):
+   * its parts come in a row, `index` from 0. Every part's bytes are chunks whose keyed ids
+   * verified; the record's SHA-384 is checked before the part with `last: true` is handed over,
+   * and a mismatch throws ERR_ARCHIVE_RECORD_TAMPERED instead, so treat the bytes written from
+   * earlier parts as final only once the last part arrived.
+   */
+  part?: { index: number; last: boolean };
   /** Gives the pieces' memory back to the reader (idempotent). */
   release(): void;
 }
@@ -393,6 +405,13 @@ export interface RecordRead {
 export interface RecordsReadOptions {
   /** Largest record accepted (default 64 MiB): memory holds a whole record until it verified. */
   maxRecordBytes?: number;
+  /**
+   * Format 0.2 runs: a record larger than this is handed over in parts (`RecordRead.part`), each
+   * part once it holds at least this many bytes and the record moves on to another pack, so a
+   * consumer that writes each part and releases it holds about a pack per part instead of the
+   * whole record. Default: every record whole. A 0.1 run hands every record whole.
+   */
+  partBytes?: number;
   /** Shard buffers the consumer may hold unreleased without slowing the reader (default 4). */
   holdShards?: number;
 }

@@ -10,6 +10,7 @@ import { unwrapChunkKey } from '../src/chunked-reader.ts';
 import {
   type ChunkedManifestDocument,
   createChunkedWriter,
+  type IndexEntry,
   loadChunkedBase,
   openRun,
   type RecordInput,
@@ -177,3 +178,131 @@ t.test(
     t.equal(open({ size: 4 * 1024 ** 3 }), null, 'a stored size of 4 GiB');
   },
 );
+
+for (const workers of [1, 0]) {
+  t.test(
+    `workers ${workers}: partBytes hands a big record over in parts, in order, its last part only once its digest matched`,
+    async (t) => {
+      const { store, k, bodies } = await twoRuns(t);
+      const run = await openRun(store, {
+        job: 'job-a',
+        runId: 'run-0002',
+        secretKey: k.operational.secretKey,
+        workers,
+      });
+      const entries = await runEntries(run);
+      const partBytes = 100 * KIB;
+      const packMax = 64 * KIB * 2; // the writer's pack size, with room for its last chunk
+      const bytes = (pieces: Uint8Array[]) => pieces.reduce((n, p) => n + p.length, 0);
+      // Every part is copied out and released at once (as a writer does): a released part's
+      // buffer may be reused under it, so a wrong release shows as changed bytes.
+      const got = new Map<string, Buffer[]>();
+      const order: string[] = [];
+      let open: string | null = null;
+      for await (const r of run.readRecords(entries, { partBytes })) {
+        const name = r.entry.name;
+        if (r.part === undefined) {
+          t.equal(open, null, `${name}: a whole record does not interrupt another's parts`);
+          t.ok(r.entry.size <= partBytes, `${name}: whole only when not over partBytes`);
+          order.push(name);
+          got.set(name, [Buffer.concat(r.pieces)]);
+        } else {
+          if (r.part.index === 0) {
+            t.equal(open, null, `${name}: its parts start after the previous record ended`);
+            open = name;
+            order.push(name);
+            got.set(name, []);
+          } else t.equal(open, name, `${name}: part ${r.part.index} follows its previous part`);
+          t.equal(r.part.index, got.get(name)!.length, `${name}: parts numbered in a row`);
+          if (!r.part.last) t.ok(bytes(r.pieces) >= partBytes, `${name}: a part holds at least partBytes`);
+          t.ok(bytes(r.pieces) <= partBytes + packMax, `${name}: a part holds at most partBytes and a pack`);
+          got.get(name)!.push(Buffer.concat(r.pieces));
+          if (r.part.last) open = null;
+        }
+        r.release();
+        r.release();
+      }
+      t.equal(open, null, 'no record left unfinished');
+      t.same(
+        order,
+        entries.map((e) => e.name),
+        'every record, in index order',
+      );
+      let parted = 0;
+      for (const e of entries) {
+        const parts = got.get(e.name)!;
+        if (parts.length > 1) parted++;
+        t.equal(
+          Buffer.compare(Buffer.concat(parts), Buffer.from(bodies.get(e.name)!)),
+          0,
+          `${e.name}: its bytes`,
+        );
+      }
+      t.equal(
+        parted,
+        entries.filter((e) => e.size > partBytes).length,
+        'every record over partBytes came in more than one part',
+      );
+      t.ok(parted >= 5, `${parted} records in parts`);
+
+      // Held: parts kept unreleased until the end keep their bytes.
+      const held = [];
+      for await (const r of run.readRecords(entries, { partBytes })) held.push(r);
+      const joined = new Map<string, Buffer[]>();
+      for (const r of held) {
+        const list = joined.get(r.entry.name) ?? [];
+        list.push(Buffer.concat(r.pieces));
+        joined.set(r.entry.name, list);
+        r.release();
+      }
+      for (const e of entries)
+        t.equal(
+          Buffer.compare(Buffer.concat(joined.get(e.name)!), Buffer.from(bodies.get(e.name)!)),
+          0,
+          `${e.name}: its bytes, held`,
+        );
+
+      // A record whose digest does not match: its earlier parts come out (their chunks verified),
+      // the last one never does; RECORD_TAMPERED instead, after the records before it.
+      const victim = entries.findIndex((e, i) => i > 0 && e.size > 3 * partBytes);
+      const altered: IndexEntry[] = entries.map((e, i) =>
+        i === victim ? { ...e, sha384: `sha384:${'0'.repeat(96)}` as IndexEntry['sha384'] } : e,
+      );
+      const seen: { name: string; last: boolean }[] = [];
+      const error = await (async () => {
+        try {
+          for await (const r of run.readRecords(altered, { partBytes })) {
+            seen.push({ name: r.entry.name, last: r.part?.last ?? true });
+            r.release();
+          }
+        } catch (e) {
+          return e as { code?: string; message?: string };
+        }
+        return null;
+      })();
+      t.equal(error?.code, 'ERR_ARCHIVE_RECORD_TAMPERED');
+      t.match(error?.message, new RegExp(`: record ${entries[victim]!.seq}$`), 'naming the record');
+      t.same(
+        [...new Set(seen.filter((s) => s.last).map((s) => s.name))],
+        entries.slice(0, victim).map((e) => e.name),
+        'the records before it, whole',
+      );
+      const victimParts = seen.filter((s) => s.name === entries[victim]!.name);
+      t.ok(victimParts.length >= 1, `${victimParts.length} parts of the altered record handed over`);
+      t.ok(
+        victimParts.every((s) => !s.last),
+        'none of them its last',
+      );
+
+      for (const bad of [0, -1, Number.NaN]) {
+        await t.rejects(
+          (async () => {
+            for await (const r of run.readRecords(entries, { partBytes: bad })) r.release();
+          })(),
+          { code: 'ERR_ARCHIVE_INVALID_ARGUMENT' },
+          `partBytes ${bad} refused`,
+        );
+      }
+    },
+  );
+}

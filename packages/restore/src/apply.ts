@@ -9,7 +9,10 @@
  *   and checked again; the index is the one verified when the plan opened the run, unless a prune
  *   changed the job's pack indexes since, when the run is opened afresh), stages it (memory, or a
  *   0600 file in a private 0700 directory) while the reader verifies it, and hands the connector
- *   only bytes whose digest matched: unverified bytes are never written.
+ *   only bytes whose digest matched: unverified bytes are never written. The one exception, a
+ *   files target's 0.2 record over PART_BYTES, streams in parts (each chunk checked against its
+ *   keyed id) into the files writer's 0600 temporary file, put in place only after the record's
+ *   digest matched and removed when it does not: it never appears under its name unverified.
  *   A record that fails re-verification stops the apply (`aborted`; what was written stays).
  * - `onExisting: skip` asks the target just before each write; a failed check records a failure
  *   and writes nothing. A Redis target writes without REPLACE so a key created meanwhile is kept.
@@ -41,6 +44,12 @@ export const APPLY_BATCH = 200;
  * handed over whole once it verified); bigger ones are staged in a 0600 file while they verify.
  */
 const MEMORY_STAGE = 32 * 1024 * 1024;
+/**
+ * A files target takes a record over this size in parts as the reader checks its chunks (a body
+ * that ends only once the record's SHA-384 matched, written to a temporary file put in place at
+ * its end): memory holds a part or two instead of every pack the record spans.
+ */
+const PART_BYTES = 4 * 1024 * 1024;
 /** Phase one of a partial plan reads records up to this size through the pipelined reader. */
 const PIPELINE_MAX = 64 * 1024 * 1024;
 /**
@@ -301,6 +310,9 @@ export async function applyRestore(options: ApplyOptions): Promise<ApplyReceipt>
           await report({ name: e.name, outcome: 'skipped', reason });
         }
       } catch (err) {
+        // A record streamed in parts that failed re-verification: the files writer removed its
+        // temporary file, and the apply aborts naming it (below), not as a write failure.
+        if (isArchiveError(err)) return;
         const code = codeOf(err);
         if (skipMode && isSourceError(err) && code === 'ERR_SOURCE_TARGET_EXISTS') {
           skipped(e.name, 'exists in the target (onExisting: skip)');
@@ -347,6 +359,7 @@ export async function applyRestore(options: ApplyOptions): Promise<ApplyReceipt>
       memoryLimit: options.memoryStageBytes ?? MEMORY_STAGE,
       stager,
       ownBodies: config.type !== 'files',
+      ...(config.type === 'files' ? { partBytes: PART_BYTES } : {}),
     });
     let done = receipt.alreadyDone;
     try {

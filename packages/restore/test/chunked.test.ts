@@ -5,7 +5,7 @@
  * afresh.
  */
 import { randomBytes } from 'node:crypto';
-import { copyFileSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { layout } from '@coffer/archive';
 import type { ObjectStore } from '@coffer/objectstore';
@@ -167,3 +167,56 @@ t.test('a pack index that appears between the phases: phase two opens the run af
   t.equal(j.packIndexReads(), n - 1 + n, 'and loaded the pack indexes again, the new one too');
   t.equal(j.packReads(), 2 * j.packIds.length, 'every pack read in each phase');
 });
+
+t.test(
+  'a record over 4 MiB goes to a files target in parts: byte-exact; a pack gone near its end aborts the apply without a trace of it',
+  async (t) => {
+    // Its own source: 6 MiB over ~100 packs of 64 KiB, between two small files. Phase two hands
+    // the writer such a record part by part as its chunks verify; the file takes its name only
+    // once the record's SHA-384 matched.
+    const bigSrc = join(base, 'src-big');
+    mkdirSync(join(bigSrc, 'm'), { recursive: true });
+    const bigFiles: Record<string, Buffer> = {
+      'a.txt': Buffer.from('first\n'),
+      'm/large.bin': randomBytes(6 * 1024 * 1024),
+      'z.txt': Buffer.from('last\n'),
+    };
+    for (const [name, body] of Object.entries(bigFiles)) writeFileSync(join(bigSrc, name), body);
+    const root = join(base, 'dest-big');
+    const store = fsStore(root);
+    const { packIds } = await backupChunked(
+      store,
+      createFilesSource({ type: 'files', root: bigSrc, binding: JOB }),
+      {
+        job: JOB,
+        runId: 'run-1',
+      },
+    );
+    t.ok(packIds.length > 64, `${packIds.length} packs`);
+    const withBig = (out: string, extra: Partial<ApplyOptions> = {}) =>
+      opts(store, out, { targetResolver: resolverOf({ [JOB]: { type: 'files', root: bigSrc } }), ...extra });
+    const want = Object.fromEntries(Object.entries(bigFiles).map(([n, b]) => [n, b.toString('base64')]));
+
+    const out = join(roots, 'big');
+    const r = await applyRestore(withBig(out));
+    t.equal(r.status, 'succeeded');
+    t.equal(r.written, 3);
+    t.same(tree(out), want, 'the target holds exactly the source');
+
+    // The pack sealed before the last: only the large record's chunks, near its end.
+    const [keyId] = readdirSync(join(root, 'jobs', JOB, 'packs'));
+    const victim = join(root, ...layout.pack(JOB, keyId!, packIds.at(-2)!).split('/'));
+    const broken = join(roots, 'big-broken');
+    const between = betweenPhases(() => rmSync(victim));
+    const x = await applyRestore(withBig(broken, { onProgress: between.onProgress }));
+    t.ok(between.done());
+    t.equal(x.status, 'aborted');
+    t.equal(x.recordsVerified, 3, 'phase one passed');
+    t.equal(x.failure?.phase, 'write');
+    t.equal(x.failure?.record, 'm/large.bin', 'the failure names the record being streamed');
+    t.match(x.failure?.code, /^ERR_ARCHIVE_/);
+    t.same(x.failed, [], 'not counted as a write failure: the re-verification failed');
+    t.equal(x.written, 1);
+    t.same(Object.keys(tree(broken)), ['a.txt'], 'only the record before it; no temporary file left');
+  },
+);

@@ -13,7 +13,9 @@
  *      path that exists; refuse symlinks inside DIR on the way (target.ts).
  *   5. Write records in index order through the archive's pipelined reader (each shard decrypted
  *      once, ahead, on worker threads): each record is handed over only once its SHA-384 matched
- *      (a record over 32 MiB streams and is checked at its end), written to a temporary file with
+ *      (a record over 32 MiB streams and is checked at its end; a 0.2 record over 4 MiB comes in
+ *      parts, each of chunks checked against their keyed ids, its last part only once its SHA-384
+ *      matched), written to a temporary file with
  *      its mode (permission bits only) and mtime, and only then put in place under its name, up to
  *      8 records at once (the writer of @coffer/sources/files-writer, the engine's own).
  *      A 0.2 run's records are made of chunks in the job's packs, some stored by earlier runs of
@@ -23,7 +25,7 @@
  * Failure property: a record that fails verification never appears under its name; records
  * written before a failure stay, and each of them was verified.
  */
-import { type IndexEntry, type OpenedRun, openRun } from '@coffer/archive';
+import { type IndexEntry, type OpenedRun, openRun, RecordParts } from '@coffer/archive';
 import type { RecordBody } from '@coffer/sources/files-writer';
 import { RecoverError } from '../errors.ts';
 import { EXIT } from '../exit-codes.ts';
@@ -167,6 +169,12 @@ const MEMORY_RECORD_MAX = 32 * 1024 * 1024;
 /** Writes in flight at once, and the bytes they may hold (small files wait on the filesystem). */
 const WRITE_CONCURRENCY = 8;
 const WRITE_BUDGET_BYTES = 96 * 1024 * 1024;
+/**
+ * Records over this size are handed over in parts as they are read (`partBytes`), each part
+ * written and released before the record's SHA-384 is known (the file is put in place only
+ * after it matched): a 28 MiB record spanning four packs no longer holds all four buffers.
+ */
+const PART_BYTES = 4 * 1024 * 1024;
 /** In-memory bodies of several pieces up to this size are joined (one synchronous write). */
 const JOIN_MAX = 1024 * 1024;
 
@@ -244,11 +252,19 @@ async function writeRecords(
       const slice = plan.slice(i, end);
       i = end;
       let yielded = 0;
+      let feed: RecordParts | undefined;
       try {
         for await (const r of run.readRecords(
           slice.map((p) => p.entry),
-          { maxRecordBytes: MEMORY_RECORD_MAX },
+          { maxRecordBytes: MEMORY_RECORD_MAX, partBytes: PART_BYTES },
         )) {
+          if (feed !== undefined) {
+            // The next part of the record being written in parts.
+            if (!feed.push(r)) break; // its write failed: failure is set
+            if (r.part!.last) feed = undefined;
+            else await feed.room();
+            continue;
+          }
           const item = slice[yielded++]!;
           await room(r.entry.size);
           if (failure !== undefined || hooks.signal?.aborted) {
@@ -256,11 +272,23 @@ async function writeRecords(
             if (failure === undefined) failure = { error: interrupted(), entry: r.entry };
             break;
           }
-          start(item, bodyOf(r.pieces, r.entry.size), r.release);
+          if (r.part === undefined) start(item, bodyOf(r.pieces, r.entry.size), r.release);
+          else {
+            const parts = new RecordParts(hooks.signal, interrupted);
+            parts.push(r);
+            start(item, parts.body(), () => parts.close());
+            feed = parts;
+          }
         }
       } catch (error) {
-        failure ??= { error, entry: (slice[yielded] ?? slice[slice.length - 1]!).entry };
+        // The record that failed: the one whose parts were coming, else the next one.
+        const at = feed === undefined ? yielded : yielded - 1;
+        failure ??= { error, entry: (slice[at] ?? slice[slice.length - 1]!).entry };
+        feed?.fail(error);
       }
+      // Stopped between two parts of a record: its write ends without putting it in place.
+      feed?.fail(interrupted());
+      feed = undefined;
     }
   } finally {
     await Promise.all(inFlight);

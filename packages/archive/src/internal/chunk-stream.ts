@@ -71,8 +71,12 @@ type Use = { visit: Visit; offset: number; length: number } | { error: ArchiveEr
 interface Pending {
   entry: IndexEntry;
   key: number;
+  /** The pieces (and the visits they hold) not handed over yet: all, or since the last part. */
   pieces: Uint8Array[];
   visits: Set<Visit>;
+  bytes: number;
+  /** Parts handed over so far (a record handed over in parts). */
+  parts: number;
 }
 
 /** Plans the chunk uses of `entries` into pack visits (see the module comment). */
@@ -141,11 +145,15 @@ async function plan(
 /**
  * Reads `entries` (records of the run, in index order) and yields each once its chunks and its
  * SHA-384 verified. `keep` false (a verify): the pieces are dropped at once and never handed out.
+ * `partBytes` (with `keep`): a record larger than that is handed over in parts (RecordRead.part),
+ * a part whenever the record's pieces not handed over reach `partBytes` and its next chunk is in
+ * another visit; its last part only once its SHA-384 matched.
  */
 export async function* streamRecords(
   ctx: ChunkStreamContext,
   entries: readonly IndexEntry[],
   keep: boolean,
+  partBytes = Number.POSITIVE_INFINITY,
 ): AsyncGenerator<RecordRead> {
   const { uses, visits } = await plan(ctx, entries);
   let size = 1;
@@ -227,7 +235,7 @@ export async function* streamRecords(
       object: layout.index(ctx.job, ctx.runId),
       detail: `record ${p.entry.seq}`,
     });
-  const handOver = (p: Pending): RecordRead => {
+  const handOver = (p: Pending, last = true): RecordRead => {
     if (!keep) {
       for (const v of p.visits) {
         v.holds--;
@@ -236,18 +244,21 @@ export async function* streamRecords(
       return { entry: p.entry, pieces: [], release() {} };
     }
     let released = false;
-    return {
+    const held = p.visits;
+    const read: RecordRead = {
       entry: p.entry,
       pieces: p.pieces,
       release() {
         if (released) return;
         released = true;
-        for (const v of p.visits) {
+        for (const v of held) {
           v.holds--;
           drop(v);
         }
       },
     };
+    if (p.parts > 0 || !last) read.part = { index: p.parts++, last };
+    return read;
   };
   /** Waits for the oldest hash request and returns its records, each checked. */
   const settle = async (): Promise<Pending[]> => {
@@ -276,14 +287,29 @@ export async function* streamRecords(
         key: list.length === 0 ? 0 : hasher.newKey(),
         pieces: [],
         visits: new Set(),
+        bytes: 0,
+        parts: 0,
       };
       if (p.key !== 0) openKeys.add(p.key);
+      const inParts = keep && entry.size > partBytes;
       for (let u = 0; u < list.length; u++) {
         const use = list[u]!;
         let plain: Uint8Array;
         try {
           if ('error' in use) throw use.error;
           startUpTo(visitIndex.get(use.visit)!);
+          if (inParts && p.bytes >= partBytes && !p.visits.has(use.visit)) {
+            // A part: the records before this one come first (their hashes settle), then the
+            // pieces so far, whose chunks the codec worker checked against their keyed ids. The
+            // hash request reading them holds their visits on its own, so the consumer may
+            // release the part before the record's digest is known.
+            flush();
+            while (hashing.length > 0) for (const q of await settle()) yield handOver(q);
+            yield handOver(p, false);
+            p.pieces = [];
+            p.visits = new Set();
+            p.bytes = 0;
+          }
           plain = await use.visit.plain!;
         } catch (e) {
           // Earlier records' verdicts come first.
@@ -303,6 +329,7 @@ export async function* streamRecords(
         // eight 10 MiB buffers: a verify's pool grew to 9).
         if (keep) {
           p.pieces.push(plain.subarray(use.offset, use.offset + use.length));
+          p.bytes += use.length;
           if (!p.visits.has(v)) {
             p.visits.add(v);
             v.holds++;

@@ -6,17 +6,24 @@
  *   (`OpenedRun.readRecords`: shards opened ahead on the codec workers, record hashes on their own
  *   thread) as views of its shard buffers, not copies; each is given back (`release`) once its
  *   write settled, which is what lets the reader reuse the buffer.
+ * - With `partBytes` (a files target only), a record over that size is handed over as soon as its
+ *   first part is read: its body streams the record part by part as the reader checks each
+ *   chunk against its keyed id (`RecordParts`), and ends only once its SHA-384 matched. The files
+ *   writer puts a streamed body in place only when it ended (a 0600 temporary file beside the
+ *   name, renamed or linked at the end, removed on failure), so such a record shows under its
+ *   name only once it verified, while memory holds a part or two of it instead of all its packs.
  * - A bigger record is streamed through `readRecord` into a 0600 file in a private 0700 directory
  *   while it verifies (memory stays bounded whatever its size), and written from that file.
  *
- * Security-relevant: a record that fails verification throws here, before anything of it reaches a
- * connector; bytes that did not verify are never handed over.
+ * Security-relevant: a record that fails verification throws here, and never reaches a connector
+ * whole; the only bytes of it a connector sees are those of a files target's streamed body, which
+ * then fails with the reader's error (the writer removes its temporary file).
  */
 import { randomBytes } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { mkdtemp, open, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { IndexEntry, OpenedRun } from '@coffer/archive';
+import { type IndexEntry, type OpenedRun, RecordParts } from '@coffer/archive';
 import type { RecordBody } from '@coffer/sources';
 
 /** Bodies of several pieces up to this size are joined into one buffer (the files connector writes
@@ -95,17 +102,24 @@ export class FileStager {
 }
 
 /**
- * Yields `entries` (archive order) as verified records. Throws the archive's error for the first
- * record that does not verify (ERR_ARCHIVE_*); every record before it was yielded. `fed()` counts
- * the records yielded so far (the failing record is `entries[fed()]`).
+ * Yields `entries` (archive order) as verified records (with `partBytes`, a big one as a body
+ * streaming its parts, which fails instead of ending when the record does not verify). Throws the
+ * archive's error for the first record that does not verify (ERR_ARCHIVE_*); every record before it
+ * was yielded. `fed()` counts the records fed whole so far (the failing record is `entries[fed()]`).
  */
 export function feedRecords(
   run: OpenedRun,
   entries: readonly IndexEntry[],
-  options: { memoryLimit: number; stager: FileStager; ownBodies: boolean },
+  options: { memoryLimit: number; stager: FileStager; ownBodies: boolean; partBytes?: number },
 ): { records: AsyncIterable<FedRecord>; fed: () => number } {
   let fed = 0;
-  async function* records(): AsyncGenerator<FedRecord> {
+  // The record whose parts are being fed: the consumer got it with its first part.
+  let parts: RecordParts | undefined;
+  async function* fromStore(): AsyncGenerator<FedRecord> {
+    const read = {
+      maxRecordBytes: options.memoryLimit,
+      ...(options.partBytes === undefined ? {} : { partBytes: options.partBytes }),
+    };
     for (let i = 0; i < entries.length; ) {
       if (entries[i]!.size > options.memoryLimit) {
         yield await options.stager.stage(run, entries[i]!);
@@ -115,13 +129,40 @@ export function feedRecords(
       }
       let end = i;
       while (end < entries.length && entries[end]!.size <= options.memoryLimit) end++;
-      for await (const r of run.readRecords(entries.slice(i, end), { maxRecordBytes: options.memoryLimit })) {
+      for await (const r of run.readRecords(entries.slice(i, end), read)) {
+        if (parts !== undefined) {
+          // A later part: to the body being written (released at once when that write ended).
+          if (parts.push(r) && !r.part!.last) await parts.room();
+          if (r.part!.last) {
+            parts = undefined;
+            fed++;
+          }
+          continue;
+        }
+        if (r.part !== undefined) {
+          const feed = new RecordParts(undefined, () => new Error('the record was not read to its end'));
+          feed.push(r);
+          parts = feed;
+          yield { entry: r.entry, body: () => feed.body(), release: async () => feed.close() };
+          continue;
+        }
         const { body, copied } = bodyOf(r.pieces, r.entry.size, options.ownBodies);
         if (copied) r.release();
         yield { entry: r.entry, body, release: async () => r.release() };
         fed++;
       }
       i = end;
+    }
+  }
+  async function* records(): AsyncGenerator<FedRecord> {
+    try {
+      yield* fromStore();
+    } catch (e) {
+      // The record being fed in parts did not verify: its body fails with the reader's error.
+      parts?.fail(e);
+      throw e;
+    } finally {
+      parts?.fail(new Error('the record was not read to its end'));
     }
   }
   return { records: records(), fed: () => fed };
