@@ -6,9 +6,17 @@ import { readdirSync, readFileSync } from 'node:fs';
 
 /** Node names each worker thread `WorkerThread`; the process's own threads have other names. */
 export function workerThreadCount(): number {
-  return readdirSync('/proc/self/task').filter(
-    (id) => readFileSync(`/proc/self/task/${id}/comm`, 'utf8').trim() === 'WorkerThread',
-  ).length;
+  return readdirSync('/proc/self/task').filter((id) => nameOf(id) === 'WorkerThread').length;
+}
+
+/** A thread's name, or null when it ended between the listing and the read (not counted). */
+function nameOf(id: string): string | null {
+  try {
+    return readFileSync(`/proc/self/task/${id}/comm`, 'utf8').trim();
+  } catch (e) {
+    if ((e as { code?: string }).code === 'ENOENT' || (e as { code?: string }).code === 'ESRCH') return null;
+    throw e;
+  }
 }
 
 /**
