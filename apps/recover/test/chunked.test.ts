@@ -39,7 +39,7 @@ const JOB = 'files';
 // maxSize bytes, so a record over twice that fills at least one pack with its chunks alone.
 const CHUNKING = { minSize: 2048, avgSize: 8192, maxSize: 65536 };
 const PACK_SIZE = 256 * 1024;
-/** Over extract's in-memory limit (32 MiB): this record streams through readRecord. */
+/** Over 32 MiB: a 0.1 run's would stream through readRecord; a 0.2 run's comes in parts. */
 const BIG = 33 * 1024 * 1024;
 
 interface Rec {

@@ -417,7 +417,7 @@ export class ChunkedRunReader implements OpenedRun {
           detail: 'entries must be records of this run in increasing seq',
         });
       }
-      if (e.size > max) {
+      if (e.size > max && e.size <= partBytes) {
         throw new ArchiveError('ERR_ARCHIVE_INVALID_ARGUMENT', {
           detail: `record ${e.seq} is larger than maxRecordBytes`,
         });

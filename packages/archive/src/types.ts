@@ -403,7 +403,11 @@ export interface RecordRead {
 }
 
 export interface RecordsReadOptions {
-  /** Largest record accepted (default 64 MiB): memory holds a whole record until it verified. */
+  /**
+   * Largest record accepted (default 64 MiB): memory holds a whole record until it verified. A
+   * record handed over in parts (over `partBytes`, format 0.2) is never held whole and is accepted
+   * whatever its size.
+   */
   maxRecordBytes?: number;
   /**
    * Format 0.2 runs: a record larger than this is handed over in parts (`RecordRead.part`), each

@@ -294,6 +294,31 @@ for (const workers of [1, 0]) {
         'none of them its last',
       );
 
+      // maxRecordBytes holds for records handed over whole only: one in parts is never held whole.
+      const big = entries.filter((e) => e.size > partBytes);
+      let n = 0;
+      for await (const r of run.readRecords(big, { partBytes, maxRecordBytes: partBytes })) {
+        if (r.part?.last !== false) n++;
+        r.release();
+      }
+      t.equal(n, big.length, 'records over maxRecordBytes come, in parts');
+      await t.rejects(
+        (async () => {
+          for await (const r of run.readRecords(big, { maxRecordBytes: partBytes })) r.release();
+        })(),
+        { code: 'ERR_ARCHIVE_INVALID_ARGUMENT' },
+        'and are refused without partBytes',
+      );
+      const whole = big[0]!;
+      await t.rejects(
+        (async () => {
+          const options = { partBytes: whole.size, maxRecordBytes: 1024 };
+          for await (const r of run.readRecords([whole], options)) r.release();
+        })(),
+        { code: 'ERR_ARCHIVE_INVALID_ARGUMENT' },
+        'one that would come whole is still refused over maxRecordBytes',
+      );
+
       for (const bad of [0, -1, Number.NaN]) {
         await t.rejects(
           (async () => {

@@ -24,6 +24,7 @@ import { tmpdir } from 'node:os';
 import {
   type IndexEntry,
   isArchiveError,
+  isChunkedManifest,
   isOpenedRunCurrent,
   type OpenedRun,
   openRun,
@@ -42,6 +43,7 @@ export const APPLY_BATCH = 200;
 /**
  * Phase two holds records up to this size in memory (the archive's pipelined reader: a record is
  * handed over whole once it verified); bigger ones are staged in a 0600 file while they verify.
+ * Not for a files target of a 0.2 run, which takes big records in parts (PART_BYTES).
  */
 const MEMORY_STAGE = 32 * 1024 * 1024;
 /**
@@ -355,11 +357,13 @@ export async function applyRestore(options: ApplyOptions): Promise<ApplyReceipt>
     progress('write', 0);
     // Records are read ahead and verified in a pipeline; each one's cancel check, existence check
     // (skip) and write happen only once it verified, right before its write.
+    // A files target takes a 0.2 run's big records in parts, so none is staged there.
+    const inParts = config.type === 'files' && isChunkedManifest(run.manifest.document);
     const feed = feedRecords(run, todo, {
-      memoryLimit: options.memoryStageBytes ?? MEMORY_STAGE,
+      memoryLimit: inParts ? Number.POSITIVE_INFINITY : (options.memoryStageBytes ?? MEMORY_STAGE),
       stager,
       ownBodies: config.type !== 'files',
-      ...(config.type === 'files' ? { partBytes: PART_BYTES } : {}),
+      ...(inParts ? { partBytes: PART_BYTES } : {}),
     });
     let done = receipt.alreadyDone;
     try {

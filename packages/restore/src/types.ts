@@ -254,7 +254,9 @@ export interface ApplyOptions extends PlanOptions {
   stagingDir?: string;
   /**
    * Records up to this size are read through the archive's pipelined reader and held in memory
-   * until written; bigger ones are staged in a 0600 file while they verify (default 32 MiB).
+   * until written; bigger ones are staged in a 0600 file while they verify (default 32 MiB). A
+   * files target of a 0.2 run takes records over 4 MiB in parts instead, whatever their size, and
+   * stages none.
    */
   memoryStageBytes?: number;
   /** Verified records written concurrently in phase two (default 8; sqlite targets: always 1). */

@@ -197,8 +197,12 @@ t.test(
       opts(store, out, { targetResolver: resolverOf({ [JOB]: { type: 'files', root: bigSrc } }), ...extra });
     const want = Object.fromEntries(Object.entries(bigFiles).map(([n, b]) => [n, b.toString('base64')]));
 
+    // Nothing is staged, whatever memoryStageBytes says: a staging directory that cannot be
+    // created would fail the apply the moment a record went there.
     const out = join(roots, 'big');
-    const r = await applyRestore(withBig(out));
+    const r = await applyRestore(
+      withBig(out, { memoryStageBytes: 1024, stagingDir: join(base, 'no-such-directory') }),
+    );
     t.equal(r.status, 'succeeded');
     t.equal(r.written, 3);
     t.same(tree(out), want, 'the target holds exactly the source');

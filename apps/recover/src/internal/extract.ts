@@ -13,9 +13,9 @@
  *      path that exists; refuse symlinks inside DIR on the way (target.ts).
  *   5. Write records in index order through the archive's pipelined reader (each shard decrypted
  *      once, ahead, on worker threads): each record is handed over only once its SHA-384 matched
- *      (a record over 32 MiB streams and is checked at its end; a 0.2 record over 4 MiB comes in
- *      parts, each of chunks checked against their keyed ids, its last part only once its SHA-384
- *      matched), written to a temporary file with
+ *      (a 0.1 record over 32 MiB streams and is checked at its end; a 0.2 record over 4 MiB comes
+ *      in parts, each of chunks checked against their keyed ids, its last part only once its
+ *      SHA-384 matched), written to a temporary file with
  *      its mode (permission bits only) and mtime, and only then put in place under its name, up to
  *      8 records at once (the writer of @coffer/sources/files-writer, the engine's own).
  *      A 0.2 run's records are made of chunks in the job's packs, some stored by earlier runs of
@@ -25,7 +25,7 @@
  * Failure property: a record that fails verification never appears under its name; records
  * written before a failure stay, and each of them was verified.
  */
-import { type IndexEntry, type OpenedRun, openRun, RecordParts } from '@coffer/archive';
+import { type IndexEntry, isChunkedManifest, type OpenedRun, openRun, RecordParts } from '@coffer/archive';
 import type { RecordBody } from '@coffer/sources/files-writer';
 import { RecoverError } from '../errors.ts';
 import { EXIT } from '../exit-codes.ts';
@@ -164,7 +164,11 @@ export async function extract(cmd: ExtractCommand, report: Reporter, io: Io): Pr
   }
 }
 
-/** Records up to this size come whole from the archive's pipelined reader; bigger ones stream. */
+/**
+ * A 0.1 run's records up to this size come whole from the archive's pipelined reader; bigger ones
+ * stream through `readRecord`. A 0.2 run's come through the pipelined reader whatever their size
+ * (in parts over PART_BYTES).
+ */
 const MEMORY_RECORD_MAX = 32 * 1024 * 1024;
 /** Writes in flight at once, and the bytes they may hold (small files wait on the filesystem). */
 const WRITE_CONCURRENCY = 8;
@@ -190,10 +194,11 @@ interface WriteHooks {
 }
 
 /**
- * Writes `plan` (index order) under `target`: records up to MEMORY_RECORD_MAX through
- * `readRecords` (shards decrypted ahead on the codec workers, each record handed over only once
- * its SHA-384 matched), up to WRITE_CONCURRENCY writes at once; bigger records stream through
- * `readRecord` (checked at the end; the writer discards the temporary file when it throws). Stops
+ * Writes `plan` (index order) under `target`: records up to MEMORY_RECORD_MAX (a 0.2 run: every
+ * record) through `readRecords` (shards decrypted ahead on the codec workers, each record handed
+ * over only once its SHA-384 matched, or in parts over PART_BYTES), up to WRITE_CONCURRENCY writes
+ * at once; bigger records stream through `readRecord` (checked at the end; the writer discards the
+ * temporary file when it throws). Stops
  * at the first failure, waits for the writes in flight, and throws it as a RecoverError: records
  * written before it stay, and each of them was verified.
  */
@@ -205,6 +210,8 @@ async function writeRecords(
 ): Promise<void> {
   const inFlight = new Set<Promise<void>>();
   let inFlightBytes = 0;
+  // A 0.2 run hands a record over PART_BYTES in parts, so none has to stream on its own.
+  const inMemoryMax = isChunkedManifest(run.manifest.document) ? Number.POSITIVE_INFINITY : MEMORY_RECORD_MAX;
   let failure: { error: unknown; entry: IndexEntry } | undefined;
   const interrupted = () =>
     new RecoverError('ERR_RECOVER_INTERRUPTED', 'interrupted; the record being written was discarded');
@@ -235,7 +242,7 @@ async function writeRecords(
   };
   try {
     for (let i = 0; i < plan.length && failure === undefined; ) {
-      if (plan[i]!.entry.size > MEMORY_RECORD_MAX) {
+      if (plan[i]!.entry.size > inMemoryMax) {
         const item = plan[i++]!;
         await room(Number.POSITIVE_INFINITY); // alone: its body streams
         if (failure !== undefined) break;
@@ -248,7 +255,7 @@ async function writeRecords(
         continue;
       }
       let end = i;
-      while (end < plan.length && plan[end]!.entry.size <= MEMORY_RECORD_MAX) end++;
+      while (end < plan.length && plan[end]!.entry.size <= inMemoryMax) end++;
       const slice = plan.slice(i, end);
       i = end;
       let yielded = 0;
@@ -256,7 +263,7 @@ async function writeRecords(
       try {
         for await (const r of run.readRecords(
           slice.map((p) => p.entry),
-          { maxRecordBytes: MEMORY_RECORD_MAX, partBytes: PART_BYTES },
+          { maxRecordBytes: inMemoryMax, partBytes: PART_BYTES },
         )) {
           if (feed !== undefined) {
             // The next part of the record being written in parts.
