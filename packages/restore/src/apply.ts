@@ -52,7 +52,10 @@ const MEMORY_STAGE = 32 * 1024 * 1024;
  * its end): memory holds a part or two instead of every pack the record spans.
  */
 const PART_BYTES = 4 * 1024 * 1024;
-/** Phase one of a partial plan reads records up to this size through the pipelined reader. */
+/**
+ * Phase one of a partial plan reads a 0.1 run's records up to this size through the pipelined
+ * reader (a 0.2 run's of any size, in parts).
+ */
 const PIPELINE_MAX = 64 * 1024 * 1024;
 /**
  * Phase two stages records one by one in archive order (so the reader decrypts each shard once)
@@ -187,12 +190,15 @@ export async function applyRestore(options: ApplyOptions): Promise<ApplyReceipt>
       return finish();
     }
   }
-  // A plan of part of the run: its records through the pipelined reader (a big one on its own).
+  // A plan of part of the run: its records through the pipelined reader (a 0.1 run's big one on
+  // its own; a 0.2 run's in parts, each released at once, whatever its size).
   let at = receipt.recordsVerified;
   let stopped = false;
+  const inParts = isChunkedManifest(ctx.manifest.document);
+  const pipelineMax = inParts ? Number.POSITIVE_INFINITY : PIPELINE_MAX;
   try {
     while (at < records.length && !stopped) {
-      if (records[at]!.size > PIPELINE_MAX) {
+      if (records[at]!.size > pipelineMax) {
         for await (const _ of ctx.run.readRecord(records[at]!)) void _;
         receipt.recordsVerified++;
         at++;
@@ -200,9 +206,11 @@ export async function applyRestore(options: ApplyOptions): Promise<ApplyReceipt>
         continue;
       }
       let end = at;
-      while (end < records.length && records[end]!.size <= PIPELINE_MAX) end++;
-      for await (const r of ctx.run.readRecords(records.slice(at, end), { maxRecordBytes: PIPELINE_MAX })) {
+      while (end < records.length && records[end]!.size <= pipelineMax) end++;
+      const read = inParts ? { partBytes: PART_BYTES } : { maxRecordBytes: PIPELINE_MAX };
+      for await (const r of ctx.run.readRecords(records.slice(at, end), read)) {
         r.release();
+        if (r.part?.last === false) continue; // verified once its last part came
         receipt.recordsVerified++;
         at++;
         if (at % batch === 0) progress('verify', at);

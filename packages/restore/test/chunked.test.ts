@@ -207,6 +207,16 @@ t.test(
     t.equal(r.written, 3);
     t.same(tree(out), want, 'the target holds exactly the source');
 
+    // A plan of part of the run verifies it in parts too, in phase one.
+    const onlyBig = (out: string) =>
+      withBig(out, {
+        request: validateRestoreRequest({ runId: 'run-1', target: { namespaceId: out }, include: ['m/'] }),
+      });
+    const part = await applyRestore(onlyBig(join(roots, 'big-part')));
+    t.equal(part.status, 'succeeded');
+    t.equal(part.recordsVerified, 1, 'one record verified in phase one, counted once');
+    t.same(Object.keys(tree(join(roots, 'big-part'))), ['m/large.bin']);
+
     // The pack sealed before the last: only the large record's chunks, near its end.
     const [keyId] = readdirSync(join(root, 'jobs', JOB, 'packs'));
     const victim = join(root, ...layout.pack(JOB, keyId!, packIds.at(-2)!).split('/'));
@@ -222,5 +232,13 @@ t.test(
     t.same(x.failed, [], 'not counted as a write failure: the re-verification failed');
     t.equal(x.written, 1);
     t.same(Object.keys(tree(broken)), ['a.txt'], 'only the record before it; no temporary file left');
+
+    // The same pack gone before phase one of a partial plan: aborted there, nothing written.
+    const early = await applyRestore(onlyBig(join(roots, 'big-part-broken')));
+    t.equal(early.status, 'aborted');
+    t.equal(early.failure?.phase, 'verify');
+    t.equal(early.failure?.record, 'm/large.bin');
+    t.equal(early.recordsVerified, 0);
+    t.equal(early.written, 0);
   },
 );
