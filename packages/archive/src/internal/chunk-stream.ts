@@ -294,22 +294,24 @@ export async function* streamRecords(
       const inParts = keep && entry.size > partBytes;
       for (let u = 0; u < list.length; u++) {
         const use = list[u]!;
+        if (inParts && !('error' in use) && p.bytes >= partBytes && !p.visits.has(use.visit)) {
+          // A part: the records before this one come first (their hashes settle; a mismatch
+          // throws from here, so no record after it comes out), then the pieces so far, whose
+          // chunks the codec worker checked against their keyed ids. The hash request reading
+          // them holds their visits on its own, so the consumer may release the part before the
+          // record's digest is known.
+          startUpTo(visitIndex.get(use.visit)!);
+          flush();
+          while (hashing.length > 0) for (const q of await settle()) yield handOver(q);
+          yield handOver(p, false);
+          p.pieces = [];
+          p.visits = new Set();
+          p.bytes = 0;
+        }
         let plain: Uint8Array;
         try {
           if ('error' in use) throw use.error;
           startUpTo(visitIndex.get(use.visit)!);
-          if (inParts && p.bytes >= partBytes && !p.visits.has(use.visit)) {
-            // A part: the records before this one come first (their hashes settle), then the
-            // pieces so far, whose chunks the codec worker checked against their keyed ids. The
-            // hash request reading them holds their visits on its own, so the consumer may
-            // release the part before the record's digest is known.
-            flush();
-            while (hashing.length > 0) for (const q of await settle()) yield handOver(q);
-            yield handOver(p, false);
-            p.pieces = [];
-            p.visits = new Set();
-            p.bytes = 0;
-          }
           plain = await use.visit.plain!;
         } catch (e) {
           // Earlier records' verdicts come first.
