@@ -55,7 +55,7 @@ export {
   rebuildPackIndexes,
 } from './prune.ts';
 export { isOpenedRunCurrent, listJobs, listRuns, openRun, readRunManifest } from './reader.ts';
-export { RecordParts } from './record-parts.ts';
+export { RecordParts, type RecordToWrite, recordsToWrite } from './record-parts.ts';
 export { readRecoveryPointer, readRecoverySigner, writeRecoveryFiles } from './recovery.ts';
 export {
   type ArchiveRecipients,

@@ -1,7 +1,8 @@
 /**
- * RecordParts: a record handed over in parts by `OpenedRun.readRecords` as one streaming body.
+ * RecordParts: a record handed over in parts by `OpenedRun.readRecords` as one streaming body, and
+ * `recordsToWrite`, the records of `readRecords` one item each, whole or as such a body.
  */
-import type { RecordRead } from './types.ts';
+import type { IndexEntry, RecordRead } from './types.ts';
 
 /**
  * A record that `readRecords` hands over in parts (`partBytes`), as one streaming body for a
@@ -23,6 +24,7 @@ export class RecordParts {
   #wake: (() => void) | undefined;
   #drained: (() => void) | undefined;
   #body: AsyncGenerator<Uint8Array> | undefined;
+  #complete = false;
   readonly #signal: AbortSignal | undefined;
   readonly #interrupted: () => Error;
 
@@ -31,8 +33,14 @@ export class RecordParts {
     this.#interrupted = interrupted;
   }
 
+  /** True once the record's last part was pushed (whether or not the write still wanted it). */
+  get complete(): boolean {
+    return this.#complete;
+  }
+
   /** Queues the record's next part; false (the part released) once the write ended. */
   push(part: RecordRead): boolean {
+    if (part.part?.last !== false) this.#complete = true;
     if (this.#closed) {
       part.release();
       return false;
@@ -96,5 +104,53 @@ export class RecordParts {
         return;
       }
     }
+  }
+}
+
+/** One record of `readRecords` as a writer takes it: whole (`pieces`), or in parts (`parts`). */
+export interface RecordToWrite {
+  entry: IndexEntry;
+  /** The whole record's plaintext (views of the reader's buffers); null for a record in parts. */
+  pieces: Uint8Array[] | null;
+  /** A record in parts: its body (`parts.body()`), fed as the reader goes on; else null. */
+  parts: RecordParts | null;
+  /** Call once the write settled, whatever its outcome (a record in parts: `parts.close()`). */
+  release(): void;
+}
+
+/**
+ * The records of `reads` (a `readRecords` with `partBytes`), one item each, in order. A record in
+ * parts comes as soon as its first part does; its later parts go to its body while the consumer
+ * asks for the next item (which therefore waits until the writer took all but the last of them:
+ * start the write before asking). When the reader fails, or the consumer stops, while a record's
+ * parts are still coming, its body ends with that error (or `interrupted()`), so the writer
+ * never puts it in place.
+ */
+export async function* recordsToWrite(
+  reads: AsyncIterable<RecordRead>,
+  options: { signal?: AbortSignal | undefined; interrupted: () => Error },
+): AsyncGenerator<RecordToWrite> {
+  let open: RecordParts | null = null;
+  try {
+    for await (const r of reads) {
+      if (open !== null) {
+        if (open.push(r) && !r.part!.last) await open.room();
+        if (open.complete) open = null;
+        continue;
+      }
+      if (r.part === undefined) {
+        yield { entry: r.entry, pieces: r.pieces, parts: null, release: () => r.release() };
+        continue;
+      }
+      const parts = new RecordParts(options.signal, options.interrupted);
+      parts.push(r);
+      open = parts;
+      yield { entry: r.entry, pieces: null, parts, release: () => parts.close() };
+    }
+  } catch (e) {
+    open?.fail(e);
+    throw e;
+  } finally {
+    open?.fail(options.interrupted());
   }
 }

@@ -2,7 +2,7 @@
 // body for a writer. Parts here are RecordRead values built by hand, each counting its release,
 // so when a part is given back is exact; chunk-stream.test.ts covers the reader that produces them.
 import t from 'tap';
-import { type IndexEntry, RecordParts, type RecordRead } from '../src/index.ts';
+import { type IndexEntry, RecordParts, type RecordRead, recordsToWrite } from '../src/index.ts';
 
 t.test(
   'a record in parts as one body: each part released once written, the reader held back, errors end it',
@@ -78,5 +78,74 @@ t.test(
     cancelled.push(part(1, true, 2));
     controller.abort();
     await t.rejects(c.next(), /interrupted/);
+  },
+);
+
+t.test(
+  'recordsToWrite: one item per record, a record in parts fed while the next is asked for',
+  async (t) => {
+    const released: string[] = [];
+    const read = (name: string, bytes: number[], part?: { index: number; last: boolean }): RecordRead => ({
+      entry: { name } as unknown as IndexEntry,
+      pieces: bytes.map((b) => Uint8Array.of(b)),
+      ...(part === undefined ? {} : { part }),
+      release: () => released.push(`${name}${part === undefined ? '' : `#${part.index}`}`),
+    });
+    const interrupted = () => new Error('interrupted');
+    async function* reads(fail?: Error): AsyncGenerator<RecordRead> {
+      yield read('a', [1]);
+      yield read('big', [2], { index: 0, last: false });
+      yield read('big', [3], { index: 1, last: false });
+      if (fail !== undefined) throw fail;
+      yield read('big', [4], { index: 2, last: true });
+      yield read('z', [5]);
+    }
+
+    const names: string[] = [];
+    const bodies: Promise<number[]>[] = [];
+    for await (const rec of recordsToWrite(reads(), { interrupted })) {
+      names.push(rec.entry.name);
+      if (rec.parts === null) {
+        t.same(
+          rec.pieces!.map((p) => p[0]),
+          rec.entry.name === 'a' ? [1] : [5],
+        );
+        rec.release();
+      } else {
+        const parts = rec.parts;
+        // The write runs beside the loop, as a writer in flight does.
+        bodies.push(
+          (async () => {
+            const got: number[] = [];
+            for await (const piece of parts.body()) got.push(piece[0]!);
+            rec.release();
+            return got;
+          })(),
+        );
+      }
+    }
+    t.same(names, ['a', 'big', 'z'], 'one item per record, in order');
+    t.same(await Promise.all(bodies), [[2, 3, 4]], "the record's parts, as one body");
+    t.same(released.sort(), ['a', 'big#0', 'big#1', 'big#2', 'z'], 'every part released');
+
+    // The reader fails while the record's parts are still coming: its body fails with that error.
+    const tampered = new Error('record tampered');
+    let body: Promise<unknown> | undefined;
+    await t.rejects(
+      (async () => {
+        for await (const rec of recordsToWrite(reads(tampered), { interrupted })) {
+          if (rec.parts !== null) {
+            const parts = rec.parts;
+            body = (async () => {
+              for await (const _ of parts.body()) void _;
+            })();
+            body.catch(() => undefined);
+          } else rec.release();
+        }
+      })(),
+      tampered,
+      'the reader’s error comes out of the loop',
+    );
+    await t.rejects(body!, tampered, 'and ends the body being written');
   },
 );

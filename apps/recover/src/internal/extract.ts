@@ -25,7 +25,14 @@
  * Failure property: a record that fails verification never appears under its name; records
  * written before a failure stay, and each of them was verified.
  */
-import { type IndexEntry, isChunkedManifest, type OpenedRun, openRun, RecordParts } from '@coffer/archive';
+import {
+  type IndexEntry,
+  isChunkedManifest,
+  type OpenedRun,
+  openRun,
+  type RecordToWrite,
+  recordsToWrite,
+} from '@coffer/archive';
 import type { RecordBody } from '@coffer/sources/files-writer';
 import { RecoverError } from '../errors.ts';
 import { EXIT } from '../exit-codes.ts';
@@ -259,43 +266,29 @@ async function writeRecords(
       const slice = plan.slice(i, end);
       i = end;
       let yielded = 0;
-      let feed: RecordParts | undefined;
+      let last: RecordToWrite | undefined;
       try {
-        for await (const r of run.readRecords(
+        const reads = run.readRecords(
           slice.map((p) => p.entry),
           { maxRecordBytes: inMemoryMax, partBytes: PART_BYTES },
-        )) {
-          if (feed !== undefined) {
-            // The next part of the record being written in parts.
-            if (!feed.push(r)) break; // its write failed: failure is set
-            if (r.part!.last) feed = undefined;
-            else await feed.room();
-            continue;
-          }
+        );
+        for await (const rec of recordsToWrite(reads, { signal: hooks.signal, interrupted })) {
+          last = rec;
           const item = slice[yielded++]!;
-          await room(r.entry.size);
+          await room(rec.entry.size);
           if (failure !== undefined || hooks.signal?.aborted) {
-            r.release();
-            if (failure === undefined) failure = { error: interrupted(), entry: r.entry };
+            rec.release();
+            if (failure === undefined) failure = { error: interrupted(), entry: rec.entry };
             break;
           }
-          if (r.part === undefined) start(item, bodyOf(r.pieces, r.entry.size), r.release);
-          else {
-            const parts = new RecordParts(hooks.signal, interrupted);
-            parts.push(r);
-            start(item, parts.body(), () => parts.close());
-            feed = parts;
-          }
+          const body = rec.parts === null ? bodyOf(rec.pieces!, rec.entry.size) : rec.parts.body();
+          start(item, body, rec.release);
         }
       } catch (error) {
-        // The record that failed: the one whose parts were coming, else the next one.
-        const at = feed === undefined ? yielded : yielded - 1;
+        // The record that failed: the one whose parts were still coming, else the next one.
+        const at = last?.parts != null && !last.parts.complete ? yielded - 1 : yielded;
         failure ??= { error, entry: (slice[at] ?? slice[slice.length - 1]!).entry };
-        feed?.fail(error);
       }
-      // Stopped between two parts of a record: its write ends without putting it in place.
-      feed?.fail(interrupted());
-      feed = undefined;
     }
   } finally {
     await Promise.all(inFlight);

@@ -8,7 +8,7 @@
  *   write settled, which is what lets the reader reuse the buffer.
  * - With `partBytes` (a files target only), a record over that size is handed over as soon as its
  *   first part is read: its body streams the record part by part as the reader checks each
- *   chunk against its keyed id (`RecordParts`), and ends only once its SHA-384 matched. The files
+ *   chunk against its keyed id (`recordsToWrite`), and ends only once its SHA-384 matched. The files
  *   writer puts a streamed body in place only when it ended (a 0600 temporary file beside the
  *   name, renamed or linked at the end, removed on failure), so such a record shows under its
  *   name only once it verified, while memory holds a part or two of it instead of all its packs.
@@ -23,7 +23,7 @@ import { randomBytes } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { mkdtemp, open, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { type IndexEntry, type OpenedRun, RecordParts } from '@coffer/archive';
+import { type IndexEntry, type OpenedRun, type RecordToWrite, recordsToWrite } from '@coffer/archive';
 import type { RecordBody } from '@coffer/sources';
 
 /** Bodies of several pieces up to this size are joined into one buffer (the files connector writes
@@ -113,15 +113,17 @@ export function feedRecords(
   options: { memoryLimit: number; stager: FileStager; ownBodies: boolean; partBytes?: number },
 ): { records: AsyncIterable<FedRecord>; fed: () => number } {
   let fed = 0;
-  // The record whose parts are being fed: the consumer got it with its first part.
-  let parts: RecordParts | undefined;
-  async function* fromStore(): AsyncGenerator<FedRecord> {
+  // The last record yielded: one whose parts are still coming is not fed yet.
+  let last: RecordToWrite | null = null;
+  const interrupted = () => new Error('the record was not read to its end');
+  async function* records(): AsyncGenerator<FedRecord> {
     const read = {
       maxRecordBytes: options.memoryLimit,
       ...(options.partBytes === undefined ? {} : { partBytes: options.partBytes }),
     };
     for (let i = 0; i < entries.length; ) {
       if (entries[i]!.size > options.memoryLimit) {
+        last = null;
         yield await options.stager.stage(run, entries[i]!);
         fed++;
         i++;
@@ -129,41 +131,22 @@ export function feedRecords(
       }
       let end = i;
       while (end < entries.length && entries[end]!.size <= options.memoryLimit) end++;
-      for await (const r of run.readRecords(entries.slice(i, end), read)) {
-        if (parts !== undefined) {
-          // A later part: to the body being written (released at once when that write ended).
-          if (parts.push(r) && !r.part!.last) await parts.room();
-          if (r.part!.last) {
-            parts = undefined;
-            fed++;
-          }
-          continue;
+      for await (const rec of recordsToWrite(run.readRecords(entries.slice(i, end), read), { interrupted })) {
+        last = rec;
+        const release = async () => rec.release();
+        if (rec.parts !== null) {
+          const parts = rec.parts;
+          yield { entry: rec.entry, body: () => parts.body(), release };
+        } else {
+          const { body, copied } = bodyOf(rec.pieces!, rec.entry.size, options.ownBodies);
+          if (copied) rec.release();
+          yield { entry: rec.entry, body, release };
         }
-        if (r.part !== undefined) {
-          const feed = new RecordParts(undefined, () => new Error('the record was not read to its end'));
-          feed.push(r);
-          parts = feed;
-          yield { entry: r.entry, body: () => feed.body(), release: async () => feed.close() };
-          continue;
-        }
-        const { body, copied } = bodyOf(r.pieces, r.entry.size, options.ownBodies);
-        if (copied) r.release();
-        yield { entry: r.entry, body, release: async () => r.release() };
         fed++;
       }
       i = end;
     }
   }
-  async function* records(): AsyncGenerator<FedRecord> {
-    try {
-      yield* fromStore();
-    } catch (e) {
-      // The record being fed in parts did not verify: its body fails with the reader's error.
-      parts?.fail(e);
-      throw e;
-    } finally {
-      parts?.fail(new Error('the record was not read to its end'));
-    }
-  }
-  return { records: records(), fed: () => fed };
+  const unfinished = () => (last?.parts != null && !last.parts.complete ? 1 : 0);
+  return { records: records(), fed: () => fed - unfinished() };
 }
