@@ -4,7 +4,11 @@
  * keeps its thread. The record-hash thread is started by its first request, not by a writer.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { waitForWorkerThreads as threadsBecome, workerThreadCount as workerThreads } from '@coffer/testkit';
+import {
+  steadyWorkerThreads,
+  waitForWorkerThreads as threadsBecome,
+  workerThreadCount as workerThreads,
+} from '@coffer/testkit';
 import t from 'tap';
 import { createChunkedWriter, loadChunkedBase, stopIdleWorkers, verifyRun } from '../src/index.ts';
 import { frameCodec } from '../src/internal/codec-pool.ts';
@@ -22,7 +26,7 @@ function shared(bytes: Uint8Array): Uint8Array {
 
 t.test('idle threads stop, their OS threads end, and the next use starts them again', async (t) => {
   stopIdleWorkers();
-  const base = await threadsBecome(workerThreads());
+  const base = await steadyWorkerThreads();
   const { store } = fsStore(t);
   const k = keys();
   const write = async (runId: string) => {
@@ -118,7 +122,7 @@ t.test(
     ];
     const opts = { writeRecovery: false, workers: 1 };
     stopIdleWorkers();
-    const base0 = await threadsBecome(workerThreads());
+    const base0 = await steadyWorkerThreads();
 
     const w1 = await createChunkedWriter(chunkedOptions(store, k, { ...opts, runId: 'run-0002' }));
     t.equal(workerThreads(), base0, 'a new writer starts no thread');

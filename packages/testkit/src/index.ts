@@ -18,4 +18,4 @@ export * from './redis.ts';
 export * from './s3.ts';
 export { SoftAuthenticator, type Tweaks as AuthenticatorTweaks } from './soft-authenticator.ts';
 export { readServiceEnv, repoRoot, tempDir } from './tmp.ts';
-export { waitForWorkerThreads, workerThreadCount } from './worker-threads.ts';
+export { steadyWorkerThreads, waitForWorkerThreads, workerThreadCount } from './worker-threads.ts';

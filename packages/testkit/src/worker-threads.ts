@@ -28,3 +28,22 @@ export async function waitForWorkerThreads(n: number, timeoutMs = 2000): Promise
   while (workerThreadCount() !== n && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
   return workerThreadCount();
 }
+
+/**
+ * The worker thread count once it stopped changing for `quietMs` (threads told to stop end
+ * asynchronously), or after `timeoutMs`: the baseline a test compares later counts with.
+ */
+export async function steadyWorkerThreads(quietMs = 200, timeoutMs = 3000): Promise<number> {
+  const until = Date.now() + timeoutMs;
+  let count = workerThreadCount();
+  let since = Date.now();
+  while (Date.now() - since < quietMs && Date.now() < until) {
+    await new Promise((r) => setTimeout(r, 20));
+    const now = workerThreadCount();
+    if (now !== count) {
+      count = now;
+      since = Date.now();
+    }
+  }
+  return count;
+}

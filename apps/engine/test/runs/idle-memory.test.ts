@@ -6,7 +6,7 @@
 
 import { spawnSync } from 'node:child_process';
 import { dropSpareBuffers, stopIdleWorkers } from '@coffer/archive';
-import { waitForWorkerThreads as threadsBecome, workerThreadCount as workerThreads } from '@coffer/testkit';
+import { steadyWorkerThreads, waitForWorkerThreads as threadsBecome } from '@coffer/testkit';
 import t from 'tap';
 import { IDLE_DELAY_MS, idleMemory, LAST_RESORT } from '../../src/runs/idle-memory.ts';
 import { makeWorld } from './helpers/world.ts';
@@ -32,7 +32,7 @@ t.test(
     await w.addJob({ id: 'inc', incremental: true });
     dropSpareBuffers();
     stopIdleWorkers();
-    const before = await threadsBecome(workerThreads());
+    const before = await steadyWorkerThreads();
     const run = await w.runNow('inc');
     t.equal(run.status, 'ok', JSON.stringify(run.detail));
     await tick(100);
