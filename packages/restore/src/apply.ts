@@ -190,47 +190,26 @@ export async function applyRestore(options: ApplyOptions): Promise<ApplyReceipt>
       return finish();
     }
   }
-  // A plan of part of the run: its records through the pipelined reader (a 0.1 run's big one on
-  // its own; a 0.2 run's in parts, each released at once, whatever its size).
-  let at = receipt.recordsVerified;
-  let stopped = false;
-  const inParts = isChunkedManifest(ctx.manifest.document);
-  const pipelineMax = inParts ? Number.POSITIVE_INFINITY : PIPELINE_MAX;
-  try {
-    while (at < records.length && !stopped) {
-      if (records[at]!.size > pipelineMax) {
-        for await (const _ of ctx.run.readRecord(records[at]!)) void _;
-        receipt.recordsVerified++;
-        at++;
-        stopped = cancelled();
-        continue;
-      }
-      let end = at;
-      while (end < records.length && records[end]!.size <= pipelineMax) end++;
-      const read = inParts ? { partBytes: PART_BYTES } : { maxRecordBytes: PIPELINE_MAX };
-      for await (const r of ctx.run.readRecords(records.slice(at, end), read)) {
-        r.release();
-        if (r.part?.last === false) continue; // verified once its last part came
-        receipt.recordsVerified++;
-        at++;
-        if (at % batch === 0) progress('verify', at);
-        if (cancelled()) {
-          stopped = true;
-          break;
-        }
-      }
-    }
-  } catch (err) {
+  // A plan of part of the run: its records one by one (verifyRecords).
+  const part = await verifyRecords(ctx.run, records, receipt.recordsVerified, {
+    cancelled,
+    onVerified: (done) => {
+      if (done % batch === 0) progress('verify', done);
+    },
+  });
+  receipt.recordsVerified = part.verified;
+  if (part.error !== undefined) {
+    const err = part.error;
     receipt.status = 'aborted';
     receipt.failure = {
       phase: 'verify',
       code: codeOf(err),
       reason: isArchiveError(err) ? err.reason : 'record could not be read back',
-      record: records[at]!.name,
+      record: records[part.verified]!.name,
     };
     return finish();
   }
-  if (stopped || cancelled()) {
+  if (part.stopped || cancelled()) {
     receipt.status = 'cancelled';
     receipt.cancelled = true;
     return finish();
@@ -426,6 +405,47 @@ export async function applyRestore(options: ApplyOptions): Promise<ApplyReceipt>
   if (receipt.status === 'succeeded' && receipt.failedCount > 0) receipt.status = 'completed-with-failures';
   progress('done', records.length);
   return finish();
+}
+
+/**
+ * Phase one of a plan of part of the run: verifies `records` from index `from` on through the
+ * pipelined reader (a 0.1 run's record over PIPELINE_MAX on its own through `readRecord`; a 0.2
+ * run's of any size, in parts released at once, counted once its last part came). Stops after the
+ * record being verified when `cancelled()`. Returns how many records of `records` are verified
+ * (the failing one, if any, is `records[verified]`) and the reader's error instead of throwing it.
+ */
+async function verifyRecords(
+  run: OpenedRun,
+  records: readonly IndexEntry[],
+  from: number,
+  hooks: { cancelled: () => boolean; onVerified: (verified: number) => void },
+): Promise<{ verified: number; stopped: boolean; error?: unknown }> {
+  let at = from;
+  const inParts = isChunkedManifest(run.manifest.document);
+  const pipelineMax = inParts ? Number.POSITIVE_INFINITY : PIPELINE_MAX;
+  try {
+    while (at < records.length) {
+      if (records[at]!.size > pipelineMax) {
+        for await (const _ of run.readRecord(records[at]!)) void _;
+        at++;
+        if (hooks.cancelled()) return { verified: at, stopped: true };
+        continue;
+      }
+      let end = at;
+      while (end < records.length && records[end]!.size <= pipelineMax) end++;
+      const read = inParts ? { partBytes: PART_BYTES } : { maxRecordBytes: PIPELINE_MAX };
+      for await (const r of run.readRecords(records.slice(at, end), read)) {
+        r.release();
+        if (r.part?.last === false) continue; // verified once its last part came
+        at++;
+        hooks.onVerified(at);
+        if (hooks.cancelled()) return { verified: at, stopped: true };
+      }
+    }
+  } catch (error) {
+    return { verified: at, stopped: false, error };
+  }
+  return { verified: at, stopped: false };
 }
 
 /** The run opened afresh for phase two (when the plan's reader cannot be read through again). */
