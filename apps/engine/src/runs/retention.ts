@@ -126,10 +126,30 @@ export interface PruneDeps {
    */
   operationalSecretKey?: Uint8Array;
   /**
+   * Holds the job for the pack reclaim (the run service's `exclusive`): packs are reclaimed only
+   * with it and the operational secret key. Without it, packs wait for a pass that has both.
+   */
+  exclusive?: JobExclusive;
+  /**
    * Set by an approved prune (config-changes): delete only these runs per destination (and only
    * those the fresh plan still deletes), whatever the prune-approval policy says.
    */
   approved?: Record<string, readonly string[]>;
+}
+
+/**
+ * Runs `work` while no run of `jobId` can start, resume or run, in this engine or in any other
+ * sharing its state store (the job's run lock is held for the whole of it). Resolves to null,
+ * without calling `work`, when a run holds the job.
+ */
+export type JobExclusive = <T>(jobId: string, work: (hold: JobHold) => Promise<T>) => Promise<T | null>;
+
+/** The hold `JobExclusive` gives its work. */
+export interface JobHold {
+  /** Aborts when the hold is known lost or the engine stops. */
+  readonly signal: AbortSignal;
+  /** Throws (ERR_STATE_LEASE_LOST) unless the hold is still this engine's: call before each deletion. */
+  assertHeld(): Promise<void>;
 }
 
 /** Whether prunes are held for approval now; an unreadable value or store counts as on. */
@@ -416,16 +436,37 @@ export async function pruneJob(deps: PruneDeps, job: RunJob): Promise<PruneResul
     }
   }
   // Unreferenced packs of incremental jobs: after the runs, never while a run of the job is in
-  // flight (it may be deduplicating against a pack the others no longer reference), never held.
-  if (!hold && deps.operationalSecretKey !== undefined && !ring.some((r) => inFlight(r))) {
-    for (const out of result.destinations) {
-      if (out.blocked) continue;
-      const store = deps.destinations.get(out.destination);
-      if (store === undefined) continue;
-      const packs = await reclaimPacks(deps, store, job.id, deps.operationalSecretKey);
-      if (packs !== null) out.packs = packs;
-      if (packs?.code !== undefined) result.errors.push({ destination: out.destination, code: packs.code });
+  // flight (it may be deduplicating against a pack the others no longer reference), never held, and
+  // with the job held for the whole reclaim: a run started mid-reclaim could deduplicate against a
+  // pack the reclaim had counted dead, pass its read-back while the pack was still there, and be
+  // recorded ok moments before the pack was deleted.
+  const secretKey = deps.operationalSecretKey;
+  if (!hold && secretKey !== undefined && deps.exclusive !== undefined && !ring.some((r) => inFlight(r))) {
+    let reclaimed: boolean | null;
+    try {
+      reclaimed = await deps.exclusive(job.id, async (held) => {
+        // Read again under the hold: a run started, or parked, after the ring above was read.
+        if ((await deps.state.runs.listForJob(job.id)).some((r) => inFlight(r))) return false;
+        for (const out of result.destinations) {
+          if (out.blocked) continue;
+          const store = deps.destinations.get(out.destination);
+          if (store === undefined) continue;
+          const packs = await reclaimPacks(deps, store, job.id, secretKey, held);
+          if (packs !== null) out.packs = packs;
+          if (packs?.code !== undefined)
+            result.errors.push({ destination: out.destination, code: packs.code });
+        }
+        return true;
+      });
+    } catch (err) {
+      reclaimed = false;
+      result.errors.push({ destination: '*', code: codeOf(err) });
     }
+    if (reclaimed !== true)
+      deps.log.info(
+        { event: 'retention-packs-deferred', job: job.id },
+        `retention: job ${job.id}: packs not reclaimed this pass (a run of the job is in flight)`,
+      );
   }
   result.pruned = [...prunedHere];
   if (hold && Object.keys(planned).length > 0) {
@@ -497,8 +538,10 @@ async function reclaimPacks(
   store: ObjectStore,
   job: string,
   secretKey: Uint8Array,
+  held: JobHold,
 ): Promise<PackReclaim | null> {
   try {
+    held.signal.throwIfAborted();
     if (!(await hasPacks(store, job))) return null;
     const r = await pruneChunked(store, {
       job,
@@ -506,6 +549,14 @@ async function reclaimPacks(
       signerPublicKey: deps.signerPublicKey,
       graceMs: PACK_GRACE_MS,
       now: deps.now,
+      // Called at the start of each step and after each unit of work (a pack repacked, an index
+      // rewritten, a pack deleted): with the hold on the job lost (another engine may have started
+      // a run) or the engine stopping, the prune stops there, which its crash-safe order makes a
+      // safe place to stop.
+      onProgress: async () => {
+        held.signal.throwIfAborted();
+        await held.assertHeld();
+      },
     });
     return {
       complete: r.complete,

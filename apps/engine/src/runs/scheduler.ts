@@ -24,7 +24,7 @@ import type { EngineEvents } from '../events.ts';
 import { runJobOf } from '../jobs/index.ts';
 import type { RunJob, RunKeys, RunLogger } from './executor.ts';
 import { type RunLifecycle, STALE_PREFIX } from './lifecycle.ts';
-import { type PruneResult, pruneJob } from './retention.ts';
+import { type JobExclusive, type PruneResult, pruneJob } from './retention.ts';
 
 export const TICK_SETTING = 'scheduler.lastTick';
 export const STAND_DOWN_PREFIX = 'scheduler.standDown.';
@@ -76,6 +76,8 @@ export interface SchedulerHost {
   launch(job: RunJob, run: RunRecord, lease: Lease): void;
   acquireLock(jobId: string): Promise<Lease | null>;
   releaseLock(jobId: string): Promise<void>;
+  /** Holds the job (no run of it starts anywhere) for the pack reclaim of retention. */
+  exclusive: JobExclusive;
 }
 
 export interface RunSchedulerOptions {
@@ -265,6 +267,7 @@ export class RunScheduler {
             now: this.o.now,
             signerPublicKey: this.o.keys.signer.publicKey,
             operationalSecretKey: this.o.keys.operational.secretKey,
+            exclusive: this.host.exclusive,
           },
           job,
         ),

@@ -14,7 +14,7 @@
  * takes its own runs back at once.
  */
 import type { ObjectStore } from '@coffer/objectstore';
-import { isStateError, type Lease, type RunRecord, type State } from '@coffer/state';
+import { holdLease, isStateError, type Lease, type RunRecord, type State } from '@coffer/state';
 import type { EngineEvents } from '../events.ts';
 import { jobDestinations, runJobOf } from '../jobs/index.ts';
 import { LeasedTasks } from '../tasks/leased-tasks.ts';
@@ -33,7 +33,7 @@ import { type IdleMemory, type IdleMemoryOptions, idleMemory } from './idle-memo
 import { loadInstanceId, newRunId, runLock } from './instance-id.ts';
 import { DEFAULT_LADDER_SECONDS, RunLifecycle } from './lifecycle.ts';
 import { REASON_LEASE_LOST } from './reasons.ts';
-import type { PruneResult } from './retention.ts';
+import type { JobHold, PruneResult } from './retention.ts';
 import {
   RunScheduler,
   STALE_PREFIX,
@@ -88,6 +88,8 @@ export interface RunServiceOptions {
 export type TriggerResult =
   | { kind: 'started'; runId: string }
   | { kind: 'in-flight'; runId: string | null }
+  /** Retention is reclaiming the job's packs here (`exclusive`): no run starts until it ends. */
+  | { kind: 'reclaiming' }
   | { kind: 'paused' }
   | { kind: 'not-found' };
 
@@ -111,6 +113,10 @@ export class RunService {
   private readonly scheduler: RunScheduler;
   private timers: NodeJS.Timeout[] = [];
   private isStopped = false;
+  /** Jobs held here by `exclusive` (a trigger is answered `reclaiming`). */
+  private readonly holding = new Set<string>();
+  /** Aborted by `stop()`: work holding a job (`exclusive`) stops at its next safe point. */
+  private readonly stopping = new AbortController();
 
   constructor(options: RunServiceOptions) {
     this.o = options;
@@ -168,6 +174,7 @@ export class RunService {
         releaseLock: async (jobId) => {
           await this.o.state.leases.release(runLock(jobId), this.holder).catch(() => undefined);
         },
+        exclusive: (jobId, work) => this.exclusive(jobId, work),
       },
       {
         state: options.state,
@@ -203,9 +210,46 @@ export class RunService {
     void this.tick('start').catch(() => undefined);
   }
 
+  /**
+   * Holds `jobId` for `work` (retention's pack reclaim, retention.ts `JobExclusive`): marked as
+   * being claimed here, so this engine neither starts nor resumes a run of it (the lease is
+   * re-entrant for its holder, the claim is what keeps two uses of it in one process apart), and
+   * its run lock held and renewed, so no other engine sharing the state store does. Null when a
+   * run of the job holds it, here or elsewhere, or the engine is stopping.
+   */
+  private async exclusive<T>(jobId: string, work: (hold: JobHold) => Promise<T>): Promise<T | null> {
+    if (this.isStopped || this.tasks.has(jobId) || this.claiming.has(jobId)) return null;
+    this.claiming.add(jobId);
+    this.holding.add(jobId);
+    try {
+      const lease = await holdLease(this.o.state.leases, runLock(jobId), this.holder, {
+        ttlMs: this.leaseMs,
+        renewEveryMs: Math.max(250, Math.floor(this.leaseMs / 3)),
+        onLost: (reason) =>
+          this.o.log.warn(
+            { event: 'job-hold-lost', job: jobId, reason },
+            `job ${jobId}: hold for the pack reclaim lost (${reason}); the reclaim stops`,
+          ),
+      });
+      if (lease === null) return null;
+      try {
+        return await work({
+          signal: AbortSignal.any([lease.signal, this.stopping.signal]),
+          assertHeld: () => lease.assertHeld(),
+        });
+      } finally {
+        await lease.release().catch(() => undefined);
+      }
+    } finally {
+      this.claiming.delete(jobId);
+      this.holding.delete(jobId);
+    }
+  }
+
   /** Stops the timers and every run in flight (each saves its checkpoint); resolves when done. */
   async stop(): Promise<void> {
     this.isStopped = true;
+    this.stopping.abort(new Error('the engine is stopping'));
     this.idleMemory.stop();
     for (const t of this.timers) clearInterval(t);
     this.timers = [];
@@ -258,6 +302,7 @@ export class RunService {
   private async startRun(job: RunJob, trigger: string, onlyIfDue: boolean): Promise<TriggerResult> {
     const mine = this.runIds.get(job.id);
     if (mine) return { kind: 'in-flight', runId: mine };
+    if (this.holding.has(job.id)) return { kind: 'reclaiming' };
     if (this.isStopped || this.claiming.has(job.id)) return { kind: 'in-flight', runId: null };
     this.claiming.add(job.id);
     try {

@@ -7,6 +7,7 @@ import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { isChunkedManifest, openRun, readRunManifest, verifyRun } from '@coffer/archive';
 import t from 'tap';
+import { noise } from './helpers/noise.ts';
 import { makeWorld } from './helpers/world.ts';
 
 function bytesUnder(dir: string): number {
@@ -15,19 +16,6 @@ function bytesUnder(dir: string): number {
     if (e.isFile()) n += statSync(join(e.parentPath, e.name)).size;
   }
   return n;
-}
-
-/** Pseudo-random, incompressible bytes (so sizes on disk reflect what was stored). */
-function noise(n: number, seed: number): Buffer {
-  const out = Buffer.alloc(n);
-  let x = seed * 2654435761 || 1;
-  for (let i = 0; i < n; i++) {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    out[i] = x & 0xff;
-  }
-  return out;
 }
 
 const files: Record<string, Uint8Array> = {};

@@ -67,6 +67,11 @@ export default async function runsRoutes(app: FastifyInstance): Promise<void> {
         case 'in-flight':
           await refused('in-flight', { runId: result.runId });
           return reply.code(409).send({ error: 'job has a run in flight', id, runId: result.runId });
+        case 'reclaiming':
+          await refused('reclaiming');
+          return reply
+            .code(409)
+            .send({ error: 'job packs are being reclaimed by retention: try again shortly', id });
         case 'paused':
           await refused('paused');
           return reply.code(409).send({ error: 'job is paused', id });
