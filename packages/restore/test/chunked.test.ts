@@ -7,12 +7,12 @@
 import { randomBytes } from 'node:crypto';
 import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { layout } from '@coffer/archive';
+import { layout, pruneChunked } from '@coffer/archive';
 import type { ObjectStore } from '@coffer/objectstore';
 import { createFilesSource } from '@coffer/sources';
 import { countReads, tempDir } from '@coffer/testkit';
 import t from 'tap';
-import { type ApplyOptions, applyRestore, validateRestoreRequest } from '../src/index.ts';
+import { type ApplyOptions, applyRestore, planFromIndex, validateRestoreRequest } from '../src/index.ts';
 import { backupChunked, fsStore, keys, resolverOf } from './helpers.ts';
 
 const JOB = 'job-c';
@@ -240,5 +240,51 @@ t.test(
     t.equal(early.failure?.record, 'm/large.bin');
     t.equal(early.recordsVerified, 0);
     t.equal(early.written, 0);
+  },
+);
+
+t.test(
+  "a plan made before a repack of the job's packs: phase one reads through the run opened afresh",
+  async (t) => {
+    // The plan may be hours old when it is applied (reviewed, approved), and retention's reclaim
+    // may have repacked the packs holding its chunks and deleted them meanwhile. The plan reads the
+    // run's index only; phase one loads the chunk map from the store as it is then.
+    const root = join(base, 'dest-repacked');
+    const store = fsStore(root);
+    const tree2 = join(base, 'src-repacked');
+    mkdirSync(join(tree2, 'd'), { recursive: true });
+    for (const [name, body] of Object.entries(files)) writeFileSync(join(tree2, name), body);
+    const source = () => createFilesSource({ type: 'files', root: tree2, binding: JOB });
+    await backupChunked(store, source(), { job: JOB, runId: 'run-1' });
+    // Half the files rewritten: run-1's packs then hold chunks no later run uses.
+    for (let i = 0; i < 3; i++) writeFileSync(join(tree2, `f${i}.bin`), randomBytes(50_000 + i));
+    await backupChunked(store, source(), { job: JOB, runId: 'run-2', prevRunId: 'run-1' });
+    const want = tree(tree2);
+
+    const out = join(roots, 'repacked');
+    const options = opts(store, out, {
+      request: validateRestoreRequest({ runId: 'run-2', target: { namespaceId: out } }),
+      targetResolver: resolverOf({ [JOB]: { type: 'files', root: tree2 } }),
+    });
+    const plan = await planFromIndex(options);
+    t.equal(plan.ok, true);
+    rmSync(join(root, 'jobs', JOB, 'runs', 'run-1'), { recursive: true });
+    const pruned = await pruneChunked(store, {
+      job: JOB,
+      secretKey: keys().operational.secretKey,
+      signerPublicKey: keys().signer.publicKey,
+      graceMs: 0,
+      repackThreshold: 1,
+      workers: 0,
+    });
+    t.ok(
+      pruned.complete && pruned.repackedPacks > 0,
+      `packs repacked and deleted: ${JSON.stringify(pruned.plan.totals)}`,
+    );
+
+    const r = await applyRestore({ ...options, prepared: plan });
+    t.equal(r.status, 'succeeded', JSON.stringify(r.failure ?? {}));
+    t.equal(r.recordsVerified, Object.keys(files).length);
+    t.same(tree(out), want, 'the target holds exactly the run');
   },
 );

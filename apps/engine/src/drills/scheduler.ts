@@ -51,6 +51,7 @@ import type { EngineEvents } from '../events.ts';
 import { jobDestinations } from '../jobs/index.ts';
 import { DRILL_EVIDENCE_PREFIX } from '../restores/index.ts';
 import { acquirePin, pinId, releasePin } from '../runs/pins.ts';
+import { reclaimUnderWay } from '../runs/reclaim-marker.ts';
 import { archiveRunOf } from '../runs/unchanged.ts';
 import { LeasedTasks } from '../tasks/leased-tasks.ts';
 
@@ -103,6 +104,8 @@ export interface DrillSchedulerOptions {
 export type DrillStart =
   | { kind: 'started'; session: DrillSession; done: Promise<DrillEvidence | null> }
   | { kind: 'busy'; sessionId: string | null }
+  /** Retention is reclaiming the job's packs (runs/reclaim-marker.ts): try again shortly. */
+  | { kind: 'reclaiming' }
   | { kind: 'not-found'; what: 'job' | 'run' }
   | { kind: 'no-key' }
   | { kind: 'not-due' };
@@ -247,6 +250,14 @@ export class DrillService {
       await this.tasks.release(lease);
       throw e;
     });
+    // Pinned first, then the reclaim marker read (runs/reclaim-marker.ts): a reclaim of the job
+    // that started before the pin could repack the packs the drill is about to read.
+    const reclaiming = await reclaimUnderWay(state, job.id, this.now()).catch(() => true);
+    if (reclaiming) {
+      await releasePin(state.settings, pin.id);
+      await this.tasks.release(lease);
+      return { kind: 'reclaiming' };
+    }
     // A concurrent start in this process took the (re-entrant) lease meanwhile: it drills.
     const raced = this.current as DrillSession | null;
     if (raced || this.tasks.has(DRILL_LEASE)) {

@@ -50,6 +50,7 @@ import type { EngineConfig } from '../config.ts';
 import { type EngineEvents, hashPrefix } from '../events.ts';
 import type { EngineKeys } from '../keys.ts';
 import { acquirePin, pinId, releasePin } from '../runs/pins.ts';
+import { RECLAIM_REFUSAL, reclaimUnderWay } from '../runs/reclaim-marker.ts';
 import { archiveRunOf } from '../runs/unchanged.ts';
 import { type ApplyRow, ApplyTracker, applyView } from './applies.ts';
 import {
@@ -251,6 +252,19 @@ export class RestoreService {
     const { plan, approval } = await this.gate(caller, options, request.planHash);
     const applyId = `rap_${randomBytes(12).toString('hex')}`;
     await this.applies.pin({ applyId, job: plan.job, runId: plan.runId });
+    // Pinned first, then the reclaim marker read (runs/reclaim-marker.ts): a reclaim that started
+    // before the pin could repack the packs this apply is about to read.
+    let reclaiming: boolean;
+    try {
+      reclaiming = await reclaimUnderWay(this.state, plan.job, new Date());
+    } catch (e) {
+      await releasePin(this.state.settings, pinId.apply(applyId));
+      throw e;
+    }
+    if (reclaiming) {
+      await releasePin(this.state.settings, pinId.apply(applyId));
+      throw new RestoreRefusal(409, { error: RECLAIM_REFUSAL });
+    }
     await this.applies.claim(applyId);
     const release = approval
       ? await reserveRestoreApproval({ leases: this.state.leases, approval, holder: applyId })

@@ -46,6 +46,7 @@ import type { RunRecord, State } from '@coffer/state';
 import { jobDestinations } from '../jobs/index.ts';
 import type { RunJob, RunLogger } from './executor.ts';
 import { activePins, type RetentionPin } from './pins.ts';
+import { clearReclaim, markReclaim } from './reclaim-marker.ts';
 
 export const RETENTION_SETTING_PREFIX = 'retention.last.';
 /** The retention-prune dual-control policy (exported by the control-plane export; read here). */
@@ -146,6 +147,8 @@ export type JobExclusive = <T>(jobId: string, work: (hold: JobHold) => Promise<T
 
 /** The hold `JobExclusive` gives its work. */
 export interface JobHold {
+  /** The engine holding the job (the run lock's holder). */
+  readonly holder: string;
   /** Aborts when the hold is known lost or the engine stops. */
   readonly signal: AbortSignal;
   /** Throws (ERR_STATE_LEASE_LOST) unless the hold is still this engine's: call before each deletion. */
@@ -442,30 +445,45 @@ export async function pruneJob(deps: PruneDeps, job: RunJob): Promise<PruneResul
   // recorded ok moments before the pack was deleted.
   const secretKey = deps.operationalSecretKey;
   if (!hold && secretKey !== undefined && deps.exclusive !== undefined && !ring.some((r) => inFlight(r))) {
-    let reclaimed: boolean | null;
+    let deferred: string | null;
     try {
-      reclaimed = await deps.exclusive(job.id, async (held) => {
+      const outcome = await deps.exclusive(job.id, async (held) => {
         // Read again under the hold: a run started, or parked, after the ring above was read.
-        if ((await deps.state.runs.listForJob(job.id)).some((r) => inFlight(r))) return false;
-        for (const out of result.destinations) {
-          if (out.blocked) continue;
-          const store = deps.destinations.get(out.destination);
-          if (store === undefined) continue;
-          const packs = await reclaimPacks(deps, store, job.id, secretKey, held);
-          if (packs !== null) out.packs = packs;
-          if (packs?.code !== undefined)
-            result.errors.push({ destination: out.destination, code: packs.code });
+        if ((await deps.state.runs.listForJob(job.id)).some((r) => inFlight(r)))
+          return { deferred: 'a run of the job is in flight' };
+        // A restore apply or a drill reading a run of the job (or of a job its pin does not name):
+        // a repack would move chunks out from under it and delete the packs it planned to read.
+        // The marker is set first and the pins read after it; a reader pins first and reads the
+        // marker after (reclaim-marker.ts), so one of the two always sees the other.
+        await markReclaim(deps.state, job.id, held.holder, deps.now());
+        try {
+          const reader = (await activePins(deps.state.settings, deps.now())).find(
+            (p) => p.purpose !== 'restore-approval' && (p.job === null || p.job === job.id),
+          );
+          if (reader !== undefined) return { deferred: `a ${reader.purpose} is reading a run` };
+          for (const out of result.destinations) {
+            if (out.blocked) continue;
+            const store = deps.destinations.get(out.destination);
+            if (store === undefined) continue;
+            const packs = await reclaimPacks(deps, store, job.id, secretKey, held);
+            if (packs !== null) out.packs = packs;
+            if (packs?.code !== undefined)
+              result.errors.push({ destination: out.destination, code: packs.code });
+          }
+          return { deferred: null };
+        } finally {
+          await clearReclaim(deps.state, job.id);
         }
-        return true;
       });
+      deferred = outcome === null ? 'a run of the job holds it' : outcome.deferred;
     } catch (err) {
-      reclaimed = false;
+      deferred = `the job could not be held (${codeOf(err)})`;
       result.errors.push({ destination: '*', code: codeOf(err) });
     }
-    if (reclaimed !== true)
+    if (deferred !== null)
       deps.log.info(
-        { event: 'retention-packs-deferred', job: job.id },
-        `retention: job ${job.id}: packs not reclaimed this pass (a run of the job is in flight)`,
+        { event: 'retention-packs-deferred', job: job.id, reason: deferred },
+        `retention: job ${job.id}: packs not reclaimed this pass (${deferred})`,
       );
   }
   result.pruned = [...prunedHere];

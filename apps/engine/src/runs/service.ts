@@ -234,6 +234,7 @@ export class RunService {
       if (lease === null) return null;
       try {
         return await work({
+          holder: this.holder,
           signal: AbortSignal.any([lease.signal, this.stopping.signal]),
           assertHeld: () => lease.assertHeld(),
         });

@@ -10,6 +10,8 @@ import { verifyRun } from '@coffer/archive';
 import type { ObjectStore } from '@coffer/objectstore';
 import t, { type Test } from 'tap';
 import { runLock } from '../../src/runs/instance-id.ts';
+import { acquirePin, type PinPurpose, releasePin } from '../../src/runs/pins.ts';
+import { RECLAIM_PREFIX } from '../../src/runs/reclaim-marker.ts';
 import { noise } from './helpers/noise.ts';
 import { makeWorld } from './helpers/world.ts';
 
@@ -158,3 +160,36 @@ t.test('the hold lost mid-reclaim (another engine took the job over): nothing mo
   const v = await verifyRun(store, { job: 'inc', runId: latest.id, secretKey: w.breakGlassSecret });
   t.ok(v.ok, 'the kept run still verifies');
 });
+
+t.test(
+  'readers defer the reclaim: a drill or apply pin of the job or of no named job; an approval does not',
+  async (t) => {
+    const w = await twoRuns(t);
+    const latest = (await w.state.runs.listForJob('inc', { limit: 1 }))[0]!;
+    const pin = (id: string, purpose: PinPurpose, job: string | null) =>
+      acquirePin(w.state.settings, { id, purpose, job, runId: latest.id, now: w.clock.now });
+
+    await pin('drill.d1', 'drill', 'inc');
+    t.equal(
+      (await w.service.pruneAll())[0]!.destinations[0]!.packs,
+      undefined,
+      'a drill of the job defers it',
+    );
+    await releasePin(w.state.settings, 'drill.d1');
+    await pin('apply.a1', 'restore-apply', null);
+    t.equal(
+      (await w.service.pruneAll())[0]!.destinations[0]!.packs,
+      undefined,
+      'an apply whose job is not known defers it',
+    );
+    await releasePin(w.state.settings, 'apply.a1');
+    await pin('apply.a2', 'restore-apply', 'another-job');
+    await pin('approval.p1', 'restore-approval', 'inc');
+    const packs = (await w.service.pruneAll())[0]!.destinations[0]!.packs!;
+    t.ok(
+      packs.complete && packs.deletedPacks + packs.repackedPacks >= 1,
+      `another job's apply and a pending approval (nothing read yet) do not: ${JSON.stringify(packs)}`,
+    );
+    t.equal(await w.state.settings.get(`${RECLAIM_PREFIX}inc`), undefined, 'the reclaim marker is cleared');
+  },
+);

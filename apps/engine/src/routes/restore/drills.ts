@@ -5,6 +5,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
+import { RECLAIM_REFUSAL } from '../../runs/reclaim-marker.ts';
 import { DrillBody } from './shared.ts';
 
 export default async function drillRoutes(app: FastifyInstance): Promise<void> {
@@ -31,6 +32,8 @@ export default async function drillRoutes(app: FastifyInstance): Promise<void> {
           return reply
             .code(409)
             .send({ error: 'a drill session is already running', sessionId: r.sessionId });
+        case 'reclaiming':
+          return reply.code(409).send({ error: RECLAIM_REFUSAL });
         case 'not-found':
           return reply.code(404).send({ error: `${r.what} not found` });
         case 'started':

@@ -15,6 +15,7 @@ import { Type } from 'typebox';
 import { CanaryHistory } from '../../canary/history.ts';
 import { ID_PATTERN, jobDestinations } from '../../jobs/index.ts';
 import { REASON_RUN_FAILED } from '../../runs/reasons.ts';
+import { RECLAIM_REFUSAL } from '../../runs/reclaim-marker.ts';
 import { STAND_DOWN_PREFIX } from '../../runs/service.ts';
 import { runObject, runObjects } from '../../runs/view.ts';
 
@@ -69,9 +70,7 @@ export default async function runsRoutes(app: FastifyInstance): Promise<void> {
           return reply.code(409).send({ error: 'job has a run in flight', id, runId: result.runId });
         case 'reclaiming':
           await refused('reclaiming');
-          return reply
-            .code(409)
-            .send({ error: 'job packs are being reclaimed by retention: try again shortly', id });
+          return reply.code(409).send({ error: RECLAIM_REFUSAL, id });
         case 'paused':
           await refused('paused');
           return reply.code(409).send({ error: 'job is paused', id });
