@@ -40,7 +40,15 @@
  * still delete are deleted, so the latest good copy, pins and the keep rules of the moment win.
  */
 import { randomBytes } from 'node:crypto';
-import { isChunkedManifest, layout, listRuns, pruneChunked, readRunManifest } from '@coffer/archive';
+import {
+  isChunkedManifest,
+  layout,
+  listRuns,
+  type PruneKeyPlan,
+  planChunkedPrune,
+  pruneChunked,
+  readRunManifest,
+} from '@coffer/archive';
 import type { ObjectStore } from '@coffer/objectstore';
 import type { RunRecord, State } from '@coffer/state';
 import { jobDestinations } from '../jobs/index.ts';
@@ -538,6 +546,87 @@ async function report(deps: PruneDeps, result: PruneResult): Promise<void> {
       destinations: result.destinations,
     })
     .catch(() => undefined);
+}
+
+/** One destination of `planPackReclaim`. */
+export interface PackReclaimPlan {
+  destination: string;
+  /** What a reclaim would do now; absent when the destination holds no packs of the job, or on `code`. */
+  plan?: {
+    plannedAt: string;
+    /** Runs of the job whose indexes were read (every one still present). */
+    runs: number;
+    /** Chunk keys of the job in the destination. */
+    keys: number;
+    /** Pack counts summed over the keys (@coffer/archive `PruneKeyPlan.packs`). */
+    packs: PruneKeyPlan['packs'];
+    /** Stored bytes of the job's packs and pack indexes. */
+    storedBytes: number;
+    /** Exact: dead packs, orphans and pack indexes left empty. */
+    freesBytes: number;
+    /** Estimated: what repacking the sparse packs would free. */
+    repackFreesBytes: number;
+    /** Pack indexes that do not open (never acted on). */
+    unreadableIndexes: number;
+  };
+  /** Why it could not be planned: the refusal a reclaim would meet (a run that does not open) or a store fault. */
+  code?: string;
+}
+
+/**
+ * The dry run of the pack reclaim (docs/runs.md "Packs of incremental jobs"): for each destination
+ * of the job, what a reclaim would delete, repack and free now, with the grace period retention
+ * uses. Reads every run's index and every pack index of the job; changes nothing, takes no hold
+ * (a run committed meanwhile makes the figures stale, not wrong in a way that deletes anything).
+ */
+export async function planPackReclaim(
+  deps: Pick<PruneDeps, 'destinations' | 'now' | 'signerPublicKey'> & { operationalSecretKey: Uint8Array },
+  job: RunJob,
+): Promise<PackReclaimPlan[]> {
+  const out: PackReclaimPlan[] = [];
+  for (const destination of jobDestinations(job)) {
+    const store = deps.destinations.get(destination);
+    if (store === undefined) continue;
+    try {
+      if (!(await hasPacks(store, job.id))) {
+        out.push({ destination });
+        continue;
+      }
+      const p = await planChunkedPrune(store, {
+        job: job.id,
+        secretKey: deps.operationalSecretKey,
+        signerPublicKey: deps.signerPublicKey,
+        graceMs: PACK_GRACE_MS,
+        now: deps.now,
+      });
+      const sum = (f: (k: (typeof p.keys)[number]) => number) => p.keys.reduce((n, k) => n + f(k), 0);
+      out.push({
+        destination,
+        plan: {
+          plannedAt: p.plannedAt,
+          runs: p.runs.length,
+          keys: p.keys.length,
+          packs: {
+            total: p.totals.packs,
+            live: sum((k) => k.packs.live),
+            dead: p.totals.deadPacks,
+            repack: p.totals.repackPacks,
+            orphans: p.totals.orphanPacks,
+            young: sum((k) => k.packs.young),
+            unknown: sum((k) => k.packs.unknown),
+            missing: sum((k) => k.packs.missing),
+          },
+          storedBytes: p.totals.storedBytes,
+          freesBytes: p.totals.freesBytes,
+          repackFreesBytes: p.totals.repackFreesBytes,
+          unreadableIndexes: sum((k) => k.indexes.unreadable.length),
+        },
+      });
+    } catch (err) {
+      out.push({ destination, code: codeOf(err) });
+    }
+  }
+  return out;
 }
 
 /** True when the job has format 0.2 packs in the destination (one listed key is enough). */

@@ -33,7 +33,7 @@ import { type IdleMemory, type IdleMemoryOptions, idleMemory } from './idle-memo
 import { loadInstanceId, newRunId, runLock } from './instance-id.ts';
 import { DEFAULT_LADDER_SECONDS, RunLifecycle } from './lifecycle.ts';
 import { REASON_LEASE_LOST } from './reasons.ts';
-import type { JobHold, PruneResult } from './retention.ts';
+import { type JobHold, type PackReclaimPlan, type PruneResult, planPackReclaim } from './retention.ts';
 import {
   RunScheduler,
   STALE_PREFIX,
@@ -113,6 +113,9 @@ export class RunService {
   private readonly scheduler: RunScheduler;
   private timers: NodeJS.Timeout[] = [];
   private isStopped = false;
+  /** Pack reclaim dry runs in progress by job, and the tail of their queue (`planPacks`). */
+  private readonly packPlans = new Map<string, Promise<PackReclaimPlan[] | null>>();
+  private packPlanQueue: Promise<void> = Promise.resolve();
   /** Jobs held here by `exclusive` (a trigger is answered `reclaiming`). */
   private readonly holding = new Set<string>();
   /** Aborted by `stop()`: work holding a job (`exclusive`) stops at its next safe point. */
@@ -286,6 +289,40 @@ export class RunService {
   /** Applies retention to every enabled job; paused jobs stand down (recorded). */
   pruneAll(standDowns: string[] = []): Promise<PruneResult[]> {
     return this.scheduler.pruneAll(standDowns);
+  }
+
+  /**
+   * The dry run of the job's pack reclaim on each of its destinations (retention.ts
+   * `planPackReclaim`). One at a time in this engine (each reads every run index and pack index of
+   * its job): a request for the job already being planned shares that plan, others wait their turn.
+   * Null when the job does not exist.
+   */
+  async planPacks(jobId: string): Promise<PackReclaimPlan[] | null> {
+    const pending = this.packPlans.get(jobId);
+    if (pending !== undefined) return pending;
+    const mine = this.packPlanQueue.then(async () => {
+      const rec = await this.o.state.jobs.get(jobId);
+      if (!rec) return null;
+      return planPackReclaim(
+        {
+          destinations: this.destinations,
+          now: this.now,
+          signerPublicKey: this.o.keys.signer.publicKey,
+          operationalSecretKey: this.o.keys.operational.secretKey,
+        },
+        runJobOf(rec),
+      );
+    });
+    this.packPlans.set(jobId, mine);
+    this.packPlanQueue = mine.then(
+      () => undefined,
+      () => undefined,
+    );
+    try {
+      return await mine;
+    } finally {
+      this.packPlans.delete(jobId);
+    }
   }
 
   // -------------------------------------------------------------------------------------------

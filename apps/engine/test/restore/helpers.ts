@@ -24,6 +24,8 @@ export function connectionsFile(t: T, doc: Record<string, unknown>): string {
 
 export interface RestoreWorld {
   e: Started;
+  /** The test the world belongs to (its temporary directories are removed with it). */
+  t: T;
   /** The one restore root (ENGINE_RESTORE_ROOTS). */
   roots: string;
   post(path: string, body: unknown, who?: Record<string, string>): Promise<Reply>;
@@ -73,6 +75,7 @@ export async function restoreWorld(
   }
   return {
     e,
+    t,
     roots,
     post,
     get,
@@ -104,4 +107,38 @@ export async function restoreWorld(
       throw new Error('drill did not finish');
     },
   };
+}
+
+/**
+ * An incremental job (created over HTTP) with `keepLast: 1` and two ok runs: the first over
+ * `files`, the second after `change` was written over them. Returns the newer run's id.
+ */
+export async function incrementalJob(
+  w: RestoreWorld,
+  job: string,
+  files: Record<string, string | Uint8Array>,
+  change: Record<string, string | Uint8Array>,
+): Promise<string> {
+  const src = join(tempDir(w.t, `coffer-incremental-${job}-`), 'tree');
+  mkdirSync(src, { recursive: true });
+  for (const [name, body] of Object.entries(files)) writeFileSync(join(src, name), body);
+  const source = { type: 'files', path: src };
+  const upsert = await w.post('/jobs', { id: job, cadenceSeconds: 3600, source, incremental: true });
+  if (upsert.status !== 200) throw new Error(`job upsert: ${upsert.text}`);
+  const run = async () => {
+    const trig = await w.post('/trigger', { id: job });
+    if (trig.status !== 200) throw new Error(`trigger: ${trig.text}`);
+    await w.e.app.runs.idle();
+    const rec = await w.e.app.state.runs.get(trig.json().runId as string);
+    if (rec?.status !== 'ok') throw new Error(`run ended ${rec?.status}: ${rec?.reason}`);
+    return rec.id;
+  };
+  await run();
+  for (const [name, body] of Object.entries(change)) writeFileSync(join(src, name), body);
+  const newer = await run();
+  const rec = await w.e.app.state.jobs.get(job);
+  await w.e.app.state.jobs.upsert({ ...rec!.config, id: job, retention: { keepLast: 1 } } as unknown as {
+    id: string;
+  });
+  return newer;
 }

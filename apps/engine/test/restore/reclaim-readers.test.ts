@@ -5,50 +5,29 @@
  * restore apply or a drill of the job refuse to start (409) rather than find its packs repacked
  * half-way.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { tempDir } from '@coffer/testkit';
 import t from 'tap';
 import { runLock } from '../../src/runs/instance-id.ts';
 import { PIN_PREFIX } from '../../src/runs/pins.ts';
 import { markReclaim, RECLAIM_REFUSAL } from '../../src/runs/reclaim-marker.ts';
-import { restoreWorld } from './helpers.ts';
+import { incrementalJob, restoreWorld } from './helpers.ts';
 
 const w = await restoreWorld(t);
 const state = w.e.app.state;
 const store = w.e.app.destinations.get('default')!;
 
-/** An incremental job with `keepLast: 1` and two ok runs over `files` small files. */
-async function incrementalJob(job: string, files: number): Promise<string> {
-  const src = join(tempDir(t, `coffer-reclaim-${job}-`), 'tree');
-  mkdirSync(src, { recursive: true });
-  for (let i = 0; i < files; i++) writeFileSync(join(src, `f${i}.txt`), `record ${i}\n`.repeat(20));
-  const source = { type: 'files', path: src };
-  const upsert = await w.post('/jobs', { id: job, cadenceSeconds: 3600, source, incremental: true });
-  t.equal(upsert.status, 200, upsert.text);
-  const run = async () => {
-    const trig = await w.post('/trigger', { id: job });
-    t.equal(trig.status, 200, trig.text);
-    await w.e.app.runs.idle();
-    const rec = await state.runs.get(trig.json().runId as string);
-    t.equal(rec?.status, 'ok');
-    return rec!.id;
-  };
-  await run();
-  writeFileSync(join(src, 'f0.txt'), 'changed\n');
-  const newer = await run();
-  const rec = await state.jobs.get(job);
-  await state.jobs.upsert({ ...rec!.config, id: job, retention: { keepLast: 1 } } as unknown as {
-    id: string;
-  });
-  return newer;
+/** An incremental job with `keepLast: 1`, two ok runs over `n` small files. */
+function smallFiles(job: string, n: number): Promise<string> {
+  const files: Record<string, string> = {};
+  for (let i = 0; i < n; i++) files[`f${i}.txt`] = `record ${i}\n`.repeat(20);
+  return incrementalJob(w, job, files, { 'f0.txt': 'changed\n' });
 }
 
 const packsOf = async (job: string) =>
   (await w.e.app.runs.pruneAll()).find((r) => r.job === job)!.destinations[0]!.packs;
 
 t.test("a restore apply in progress defers the reclaim of its job's packs", async (t) => {
-  const runId = await incrementalJob('inc-apply', 1500);
+  const runId = await smallFiles('inc-apply', 1500);
   // Every pack read waits until released, so the apply is surely still reading during the pass.
   let open!: () => void;
   const gate = new Promise<void>((r) => {
@@ -87,7 +66,7 @@ t.test("a restore apply in progress defers the reclaim of its job's packs", asyn
 
 t.test('a reclaim under way: a restore apply and a drill of the job are refused (409)', async (t) => {
   const job = 'inc-busy';
-  const runId = await incrementalJob(job, 5);
+  const runId = await smallFiles(job, 5);
   // Another engine sharing the state store is reclaiming the job's packs: it holds the job's run
   // lock and has set the marker.
   const lease = await state.leases.acquire(runLock(job), 'another-engine', 60_000);

@@ -16,12 +16,14 @@ import { CanaryHistory } from '../../canary/history.ts';
 import { ID_PATTERN, jobDestinations } from '../../jobs/index.ts';
 import { REASON_RUN_FAILED } from '../../runs/reasons.ts';
 import { RECLAIM_REFUSAL } from '../../runs/reclaim-marker.ts';
+import { RETENTION_SETTING_PREFIX } from '../../runs/retention.ts';
 import { STAND_DOWN_PREFIX } from '../../runs/service.ts';
 import { runObject, runObjects } from '../../runs/view.ts';
 
 const Id = Type.String({ pattern: ID_PATTERN });
 const TriggerBody = Type.Object({ id: Id }, { additionalProperties: false });
 const HistoryQuery = Type.Object({ id: Type.Optional(Id) });
+const JobQuery = Type.Object({ id: Id }, { additionalProperties: false });
 const AtQuery = Type.Object({ job: Type.Optional(Type.String()), at: Type.Optional(Type.String()) });
 const ReplicationQuery = Type.Object({ id: Type.Optional(Id) });
 
@@ -272,6 +274,50 @@ export default async function runsRoutes(app: FastifyInstance): Promise<void> {
         detail: { repaired: repaired.length, runs, records: repaired.length - runs },
       });
       return { ok: true, repaired };
+    },
+  );
+
+  app.get<{ Querystring: { id: string } }>(
+    '/retention',
+    {
+      onRequest: [app.requireCapability('job.read')],
+      config: { capability: 'job.read' },
+      schema: {
+        summary: 'What the job\'s last retention pass did, per destination (docs/runs.md "Outcome")',
+        operationId: 'retentionOutcome',
+        tags: ['admin', 'runs'],
+        querystring: JobQuery,
+      },
+    },
+    async (request, reply) => {
+      const id = request.query.id;
+      const last = (await state.settings.get(`${RETENTION_SETTING_PREFIX}${id}`)) ?? null;
+      if (last === null && !(await state.jobs.get(id)))
+        return reply.code(404).send({ error: 'job not found' });
+      return { id, last };
+    },
+  );
+
+  app.get<{ Querystring: { id: string } }>(
+    '/retention/packs',
+    {
+      // A dry run reads every run index and pack index of the job: rate-limited per caller, and
+      // one at a time in the engine (RunService.planPacks).
+      onRequest: [app.requireCapability('job.read'), app.rateLimitCaller],
+      config: { capability: 'job.read' },
+      schema: {
+        summary:
+          "Dry run of the pack reclaim: what retention would delete, repack and free in the job's packs now",
+        operationId: 'retentionPackPlan',
+        tags: ['admin', 'runs'],
+        querystring: JobQuery,
+      },
+    },
+    async (request, reply) => {
+      const id = request.query.id;
+      const destinations = await app.runs.planPacks(id);
+      if (destinations === null) return reply.code(404).send({ error: 'job not found' });
+      return { id, destinations };
     },
   );
 
