@@ -33,6 +33,7 @@ import { type IdleMemory, type IdleMemoryOptions, idleMemory } from './idle-memo
 import { loadInstanceId, newRunId, runLock } from './instance-id.ts';
 import { DEFAULT_LADDER_SECONDS, RunLifecycle } from './lifecycle.ts';
 import { REASON_LEASE_LOST } from './reasons.ts';
+import { reclaimUnderWay } from './reclaim-marker.ts';
 import { type JobHold, type PackReclaimPlan, type PruneResult, planPackReclaim } from './retention.ts';
 import {
   RunScheduler,
@@ -355,6 +356,9 @@ export class RunService {
     if (latest && (latest.status === 'running' || latest.status === 'parked'))
       return { kind: 'in-flight', runId: latest.id };
     const lease = await this.tasks.acquire(runLock(job.id));
+    // Another engine holds the job: reclaiming its packs (its marker names it), or running it.
+    if (!lease && (await reclaimUnderWay(this.o.state, job.id, this.now()).catch(() => false)))
+      return { kind: 'reclaiming' };
     if (!lease || this.tasks.has(job.id))
       return { kind: 'in-flight', runId: this.runIds.get(job.id) ?? null };
     let started: RunRecord;

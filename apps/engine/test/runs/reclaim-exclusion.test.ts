@@ -11,7 +11,7 @@ import type { ObjectStore } from '@coffer/objectstore';
 import t, { type Test } from 'tap';
 import { runLock } from '../../src/runs/instance-id.ts';
 import { acquirePin, type PinPurpose, releasePin } from '../../src/runs/pins.ts';
-import { RECLAIM_PREFIX } from '../../src/runs/reclaim-marker.ts';
+import { clearReclaim, markReclaim, RECLAIM_PREFIX } from '../../src/runs/reclaim-marker.ts';
 import { noise } from './helpers/noise.ts';
 import { makeWorld } from './helpers/world.ts';
 
@@ -114,6 +114,14 @@ t.test('another engine holding the job: the reclaim waits for the next pass', as
   const w = await twoRuns(t);
   const other = await w.state.leases.acquire(runLock('inc'), 'another-engine', 60_000);
   t.ok(other, 'another holder has the run lock of the job');
+  t.match(
+    await w.service.trigger('inc'),
+    { kind: 'in-flight', runId: null },
+    'running it, as far as this engine knows',
+  );
+  await markReclaim(w.state, 'inc', 'another-engine', w.clock.now);
+  t.same(await w.service.trigger('inc'), { kind: 'reclaiming' }, 'reclaiming it: its marker says so');
+  await clearReclaim(w.state, 'inc');
   const [deferred] = await w.service.pruneAll();
   t.equal(
     deferred!.destinations[0]!.packs,
