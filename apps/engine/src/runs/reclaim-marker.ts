@@ -11,10 +11,12 @@
  * the pin and stands down, or the reader finds the marker and refuses to start (409, try again),
  * never both missing each other.
  *
- * The marker is `retention.reclaiming.<job>` = `{ job, holder, since }`, set while the reclaim holds
- * the job's run lock (retention.ts `JobExclusive`) and deleted when it ends. A marker left by a
- * crashed engine is recognised as stale: it counts only while the job's run lock is held, unexpired,
- * by the holder it names.
+ * The marker is `retention.reclaiming.<job>` = `{ job, holder, fence, since }`, set while the
+ * reclaim holds the job's run lock (retention.ts `JobExclusive`) and deleted when it ends. A marker
+ * left by a crashed engine is recognised as stale: it counts only while the job's run lock is held,
+ * unexpired, by the holder it names under the fence it names. (The fence, because an engine takes
+ * its own leases back at once after a restart: the same holder running the job afterwards must not
+ * count as the reclaim it crashed in; every acquisition raises the fence, a renewal keeps it.)
  */
 import type { State } from '@coffer/state';
 import { runLock } from './instance-id.ts';
@@ -27,12 +29,21 @@ export const RECLAIM_REFUSAL = 'job packs are being reclaimed by retention: try 
 interface ReclaimMarker {
   job: string;
   holder: string;
+  fence: number;
   since: string;
 }
 
-/** Announces a reclaim of `job` by `holder` (call under the job's hold, before reading the pins). */
-export async function markReclaim(state: State, job: string, holder: string, now: Date): Promise<void> {
-  const marker: ReclaimMarker = { job, holder, since: now.toISOString() };
+/**
+ * Announces a reclaim of `job` under the run lock `holder` holds with `fence` (call under the job's
+ * hold, before reading the pins).
+ */
+export async function markReclaim(
+  state: State,
+  job: string,
+  hold: { holder: string; fence: number },
+  now: Date,
+): Promise<void> {
+  const marker: ReclaimMarker = { job, holder: hold.holder, fence: hold.fence, since: now.toISOString() };
   await state.settings.set(`${RECLAIM_PREFIX}${job}`, marker);
 }
 
@@ -53,9 +64,10 @@ export async function reclaimUnderWay(state: State, job: string | null, now: Dat
       : [await state.settings.get(`${RECLAIM_PREFIX}${job}`)];
   for (const value of markers) {
     const m = value as Partial<ReclaimMarker> | null | undefined;
-    if (!m || typeof m.job !== 'string' || typeof m.holder !== 'string') continue;
+    if (!m || typeof m.job !== 'string' || typeof m.holder !== 'string' || typeof m.fence !== 'number')
+      continue;
     const lease = await state.leases.get(runLock(m.job));
-    if (lease !== null && lease.holder === m.holder && lease.expiresAt > now.getTime()) return true;
+    if (lease?.holder === m.holder && lease.fence === m.fence && lease.expiresAt > now.getTime()) return true;
   }
   return false;
 }

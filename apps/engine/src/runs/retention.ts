@@ -155,8 +155,9 @@ export type JobExclusive = <T>(jobId: string, work: (hold: JobHold) => Promise<T
 
 /** The hold `JobExclusive` gives its work. */
 export interface JobHold {
-  /** The engine holding the job (the run lock's holder). */
+  /** The engine holding the job (the run lock's holder) and the lock's fence for this hold. */
   readonly holder: string;
+  readonly fence: number;
   /** Aborts when the hold is known lost or the engine stops. */
   readonly signal: AbortSignal;
   /** Throws (ERR_STATE_LEASE_LOST) unless the hold is still this engine's: call before each deletion. */
@@ -463,7 +464,7 @@ export async function pruneJob(deps: PruneDeps, job: RunJob): Promise<PruneResul
         // a repack would move chunks out from under it and delete the packs it planned to read.
         // The marker is set first and the pins read after it; a reader pins first and reads the
         // marker after (reclaim-marker.ts), so one of the two always sees the other.
-        await markReclaim(deps.state, job.id, held.holder, deps.now());
+        await markReclaim(deps.state, job.id, held, deps.now());
         try {
           const reader = (await activePins(deps.state.settings, deps.now())).find(
             (p) => p.purpose !== 'restore-approval' && (p.job === null || p.job === job.id),

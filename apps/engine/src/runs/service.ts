@@ -239,6 +239,7 @@ export class RunService {
       try {
         return await work({
           holder: this.holder,
+          fence: lease.fence,
           signal: AbortSignal.any([lease.signal, this.stopping.signal]),
           assertHeld: () => lease.assertHeld(),
         });

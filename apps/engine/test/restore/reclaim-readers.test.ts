@@ -71,7 +71,7 @@ t.test('a reclaim under way: a restore apply and a drill of the job are refused 
   // lock and has set the marker.
   const lease = await state.leases.acquire(runLock(job), 'another-engine', 60_000);
   t.ok(lease);
-  await markReclaim(state, job, 'another-engine', new Date());
+  await markReclaim(state, job, lease!, new Date());
   const body = { runId, target: { namespaceId: join(w.roots, job) }, confirm: true };
   const refused = await w.post('/restore', body);
   t.equal(refused.status, 409, refused.text);
@@ -85,8 +85,12 @@ t.test('a reclaim under way: a restore apply and a drill of the job are refused 
   t.equal(drill.status, 409, drill.text);
   t.equal(drill.json().error, RECLAIM_REFUSAL);
 
-  // The other engine stopped without clearing its marker: once its lock is gone the marker is stale.
+  // The other engine crashed without clearing its marker and, restarted (same holder id), runs the
+  // job: its lock is taken again under a new fence, so the marker is stale.
   await state.leases.release(runLock(job), 'another-engine', lease!.fence);
+  const again = await state.leases.acquire(runLock(job), 'another-engine', 60_000);
+  t.ok(again && again.fence > lease!.fence, 'taken again under a new fence');
   const view = await w.apply(body);
   t.equal(view.status, 'succeeded', 'a stale marker does not hold readers back');
+  await state.leases.release(runLock(job), 'another-engine', again!.fence);
 });

@@ -119,7 +119,7 @@ t.test('another engine holding the job: the reclaim waits for the next pass', as
     { kind: 'in-flight', runId: null },
     'running it, as far as this engine knows',
   );
-  await markReclaim(w.state, 'inc', 'another-engine', w.clock.now);
+  await markReclaim(w.state, 'inc', other!, w.clock.now);
   t.same(await w.service.trigger('inc'), { kind: 'reclaiming' }, 'reclaiming it: its marker says so');
   await clearReclaim(w.state, 'inc');
   const [deferred] = await w.service.pruneAll();
