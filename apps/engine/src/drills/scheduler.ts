@@ -252,7 +252,14 @@ export class DrillService {
     });
     // Pinned first, then the reclaim marker read (runs/reclaim-marker.ts): a reclaim of the job
     // that started before the pin could repack the packs the drill is about to read.
-    const reclaiming = await reclaimUnderWay(state, job.id, this.now()).catch(() => true);
+    let reclaiming: boolean;
+    try {
+      reclaiming = await reclaimUnderWay(state, job.id, this.now());
+    } catch (e) {
+      await releasePin(state.settings, pin.id);
+      await this.tasks.release(lease);
+      throw e;
+    }
     if (reclaiming) {
       await releasePin(state.settings, pin.id);
       await this.tasks.release(lease);

@@ -5,11 +5,10 @@
  * visits before would find them gone half-way.
  *
  * Why both sides write before they read: the reclaim sets this marker and then reads the pins; a
- * reader takes its pin and then reads the marker. Both go through the one state store, so
- * whichever writes second sees the
- * other's write (each write is committed before the read that follows it): either the reclaim finds
- * the pin and stands down, or the reader finds the marker and refuses to start (409, try again),
- * never both missing each other.
+ * reader takes its pin and then reads the marker. Both go through the one state store and each
+ * write is committed before the read that follows it, so whichever side writes second sees the
+ * other's write: either the reclaim finds the pin and stands down, or the reader finds the marker
+ * and refuses to start (409, try again), never both missing each other.
  *
  * The marker is `retention.reclaiming.<job>` = `{ job, holder, fence, since }`, set while the
  * reclaim holds the job's run lock (retention.ts `JobExclusive`) and deleted when it ends. A marker
