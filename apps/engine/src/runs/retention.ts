@@ -448,53 +448,10 @@ export async function pruneJob(deps: PruneDeps, job: RunJob): Promise<PruneResul
     }
   }
   // Unreferenced packs of incremental jobs: after the runs, never while a run of the job is in
-  // flight (it may be deduplicating against a pack the others no longer reference), never held, and
-  // with the job held for the whole reclaim: a run started mid-reclaim could deduplicate against a
-  // pack the reclaim had counted dead, pass its read-back while the pack was still there, and be
-  // recorded ok moments before the pack was deleted.
+  // flight (it may be deduplicating against a pack the others no longer reference), never held.
   const secretKey = deps.operationalSecretKey;
-  if (!hold && secretKey !== undefined && deps.exclusive !== undefined && !ring.some((r) => inFlight(r))) {
-    let deferred: string | null;
-    try {
-      const outcome = await deps.exclusive(job.id, async (held) => {
-        // Read again under the hold: a run started, or parked, after the ring above was read.
-        if ((await deps.state.runs.listForJob(job.id)).some((r) => inFlight(r)))
-          return { deferred: 'a run of the job is in flight' };
-        // A restore apply or a drill reading a run of the job (or of a job its pin does not name):
-        // a repack would move chunks out from under it and delete the packs it planned to read.
-        // The marker is set first and the pins read after it; a reader pins first and reads the
-        // marker after (reclaim-marker.ts), so one of the two always sees the other.
-        await markReclaim(deps.state, job.id, held, deps.now());
-        try {
-          const reader = (await activePins(deps.state.settings, deps.now())).find(
-            (p) => p.purpose !== 'restore-approval' && (p.job === null || p.job === job.id),
-          );
-          if (reader !== undefined) return { deferred: `a ${reader.purpose} is reading a run` };
-          for (const out of result.destinations) {
-            if (out.blocked) continue;
-            const store = deps.destinations.get(out.destination);
-            if (store === undefined) continue;
-            const packs = await reclaimPacks(deps, store, job.id, secretKey, held);
-            if (packs !== null) out.packs = packs;
-            if (packs?.code !== undefined)
-              result.errors.push({ destination: out.destination, code: packs.code });
-          }
-          return { deferred: null };
-        } finally {
-          await clearReclaim(deps.state, job.id);
-        }
-      });
-      deferred = outcome === null ? 'a run of the job holds it' : outcome.deferred;
-    } catch (err) {
-      deferred = `the job could not be held (${codeOf(err)})`;
-      result.errors.push({ destination: '*', code: codeOf(err) });
-    }
-    if (deferred !== null)
-      deps.log.info(
-        { event: 'retention-packs-deferred', job: job.id, reason: deferred },
-        `retention: job ${job.id}: packs not reclaimed this pass (${deferred})`,
-      );
-  }
+  if (!hold && secretKey !== undefined && deps.exclusive !== undefined && !ring.some((r) => inFlight(r)))
+    await reclaimJobPacks(deps, deps.exclusive, secretKey, job, result);
   result.pruned = [...prunedHere];
   if (hold && Object.keys(planned).length > 0) {
     try {
@@ -515,6 +472,71 @@ export async function pruneJob(deps: PruneDeps, job: RunJob): Promise<PruneResul
   }
   await report(deps, result);
   return result;
+}
+
+/**
+ * Reclaims the job's packs on each destination of `result` not blocked, with the job held for the
+ * whole reclaim: a run started mid-reclaim could deduplicate against a pack the reclaim had counted
+ * dead, pass its read-back while the pack was still there, and be recorded ok moments before the
+ * pack was deleted. Stands down (logged `retention-packs-deferred`, no `packs` recorded) while a
+ * run holds the job, one is in flight, or a restore apply or drill reads one of its runs.
+ */
+async function reclaimJobPacks(
+  deps: PruneDeps,
+  exclusive: JobExclusive,
+  secretKey: Uint8Array,
+  job: RunJob,
+  result: PruneResult,
+): Promise<void> {
+  let deferred: string | null;
+  try {
+    const outcome = await exclusive(job.id, async (held) => {
+      // Read again under the hold: a run started, or parked, after the caller read the ring.
+      if ((await deps.state.runs.listForJob(job.id)).some((r) => inFlight(r)))
+        return { deferred: 'a run of the job is in flight' };
+      // The marker is set first and the pins read after it; a reader pins first and reads the
+      // marker after (reclaim-marker.ts), so one of the two always sees the other.
+      await markReclaim(deps.state, job.id, held, deps.now());
+      try {
+        const reader = await readerOf(deps, job.id);
+        if (reader !== null) return { deferred: `a ${reader} is reading a run` };
+        for (const out of result.destinations) {
+          if (out.blocked) continue;
+          const store = deps.destinations.get(out.destination);
+          if (store === undefined) continue;
+          const packs = await reclaimPacks(deps, store, job.id, secretKey, held);
+          if (packs !== null) out.packs = packs;
+          if (packs?.code !== undefined)
+            result.errors.push({ destination: out.destination, code: packs.code });
+        }
+        return { deferred: null };
+      } finally {
+        await clearReclaim(deps.state, job.id);
+      }
+    });
+    // exclusive() answers null, without running the work, when a run holds the job.
+    deferred = outcome === null ? 'a run of the job holds it' : outcome.deferred;
+  } catch (err) {
+    deferred = `the job could not be held (${codeOf(err)})`;
+    result.errors.push({ destination: '*', code: codeOf(err) });
+  }
+  if (deferred !== null)
+    deps.log.info(
+      { event: 'retention-packs-deferred', job: job.id, reason: deferred },
+      `retention: job ${job.id}: packs not reclaimed this pass (${deferred})`,
+    );
+}
+
+/**
+ * The purpose of a pin by which a restore apply or a drill reads a run of `job` (or of a job the pin
+ * does not name), or null: a repack would move chunks out from under it and delete the packs it
+ * planned to read. A pending restore approval reads nothing yet.
+ */
+async function readerOf(deps: PruneDeps, job: string): Promise<string | null> {
+  const pins = await activePins(deps.state.settings, deps.now());
+  return (
+    pins.find((p) => p.purpose !== 'restore-approval' && (p.job === null || p.job === job))?.purpose ?? null
+  );
 }
 
 /** Logs the outcome and records it in `retention.last.<job>` (best effort). */
