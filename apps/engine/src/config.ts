@@ -62,9 +62,10 @@ export interface EngineConfig {
   /** ENGINE_CONNECTIONS_FILE: named redis/s3 connections and drill scratch targets (src/connections). */
   connections: ConnectionsConfig;
   /**
-   * ENGINE_RESTORE_READS_PER_ENGINE / ENGINE_RESTORE_READS_PER_CALLER: dry runs and verifies (they
-   * read and hash every record, and every role may call them) in flight at once in this process,
-   * and per caller (defaults 2 and 1).
+   * ENGINE_RESTORE_READS_PER_ENGINE / ENGINE_RESTORE_READS_PER_CALLER: restore dry runs and
+   * verifies (they read and hash every record) and pack reclaim dry runs (they read every index of
+   * a job), which every role may call, in flight at once in this process, and per caller (defaults
+   * 2 and 1).
    */
   restoreReads: { perEngine: number; perCaller: number };
   /**

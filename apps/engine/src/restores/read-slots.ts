@@ -1,7 +1,8 @@
 /**
  * Concurrency limits of the restore reads that every role may start: a dry run and a verify read
- * and hash every record in scope, so a viewer looping them could take the CPU and the store's
- * bandwidth from scheduled backups. At most `perEngine` run at once in this process and at most
+ * and hash every record in scope (and retention's pack reclaim dry run, `GET
+ * /admin/retention/packs`, reads every index of a job), so a viewer looping them could take the CPU
+ * and the store's bandwidth from scheduled backups. At most `perEngine` run at once in this process and at most
  * `perCaller` per caller (`ENGINE_RESTORE_READS_PER_ENGINE` / `_PER_CALLER`, docs/configuration.md).
  * A read over either limit is refused at once (the routes answer the specification's 429), never
  * queued: a queue would still let one caller hold the engine's slots for as long as it keeps asking.

@@ -114,9 +114,8 @@ export class RunService {
   private readonly scheduler: RunScheduler;
   private timers: NodeJS.Timeout[] = [];
   private isStopped = false;
-  /** Pack reclaim dry runs in progress by job, and the tail of their queue (`planPacks`). */
+  /** Pack reclaim dry runs in progress by job (`planPacks`). */
   private readonly packPlans = new Map<string, Promise<PackReclaimPlan[] | null>>();
-  private packPlanQueue: Promise<void> = Promise.resolve();
   /** Jobs held here by `exclusive` (a trigger is answered `reclaiming`). */
   private readonly holding = new Set<string>();
   /** Aborted by `stop()`: work holding a job (`exclusive`) stops at its next safe point. */
@@ -295,14 +294,13 @@ export class RunService {
 
   /**
    * The dry run of the job's pack reclaim on each of its destinations (retention.ts
-   * `planPackReclaim`). One at a time in this engine (each reads every run index and pack index of
-   * its job): a request for the job already being planned shares that plan, others wait their turn.
-   * Null when the job does not exist.
+   * `planPackReclaim`); a request for the job while its plan is being made shares that plan. Null
+   * when the job does not exist. The route bounds how many run at once (the restore read slots).
    */
-  async planPacks(jobId: string): Promise<PackReclaimPlan[] | null> {
+  planPacks(jobId: string): Promise<PackReclaimPlan[] | null> {
     const pending = this.packPlans.get(jobId);
     if (pending !== undefined) return pending;
-    const mine = this.packPlanQueue.then(async () => {
+    const mine = (async () => {
       const rec = await this.o.state.jobs.get(jobId);
       if (!rec) return null;
       return planPackReclaim(
@@ -314,17 +312,14 @@ export class RunService {
         },
         runJobOf(rec),
       );
-    });
+    })().finally(() => this.packPlans.delete(jobId));
     this.packPlans.set(jobId, mine);
-    this.packPlanQueue = mine.then(
-      () => undefined,
-      () => undefined,
-    );
-    try {
-      return await mine;
-    } finally {
-      this.packPlans.delete(jobId);
-    }
+    return mine;
+  }
+
+  /** True while the job's pack reclaim dry run is being made here (`planPacks` shares it). */
+  planningPacks(jobId: string): boolean {
+    return this.packPlans.has(jobId);
   }
 
   // -------------------------------------------------------------------------------------------

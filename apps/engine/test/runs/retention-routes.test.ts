@@ -80,6 +80,21 @@ t.test('the dry run reports what the reclaim then frees; the last pass is readab
   t.not(c.json().destinations[0].plan.plannedAt, a.json().destinations[0].plan.plannedAt, 'then a fresh one');
 });
 
+t.test("the dry run takes one of the engine's restore read slots: none free, 429 at once", async (t) => {
+  const slots = w.e.app.restores.reads;
+  // Other callers hold every slot of the engine (as restore dry runs or verifies would).
+  const held: Array<() => void> = [];
+  for (let i = 0; i < slots.perEngine; i++) held.push(slots.acquire(`subject:other-${i}`)!);
+  t.teardown(() => {
+    for (const release of held) release();
+  });
+  const busy = await w.get('/retention/packs?id=dry');
+  t.equal(busy.status, 429, busy.text);
+  t.equal(busy.headers.get('retry-after'), '1');
+  for (const release of held.splice(0)) release();
+  t.equal((await w.get('/retention/packs?id=dry')).status, 200, 'a slot free: planned');
+});
+
 t.test('a job without packs, an unknown job and a bad id', async (t) => {
   const full = await w.post('/jobs', {
     id: 'full',

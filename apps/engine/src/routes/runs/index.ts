@@ -19,6 +19,7 @@ import { RECLAIM_REFUSAL } from '../../runs/reclaim-marker.ts';
 import { RETENTION_SETTING_PREFIX } from '../../runs/retention.ts';
 import { STAND_DOWN_PREFIX } from '../../runs/service.ts';
 import { runObject, runObjects } from '../../runs/view.ts';
+import { inReadSlot } from '../restore/shared.ts';
 
 const Id = Type.String({ pattern: ID_PATTERN });
 const TriggerBody = Type.Object({ id: Id }, { additionalProperties: false });
@@ -301,8 +302,8 @@ export default async function runsRoutes(app: FastifyInstance): Promise<void> {
   app.get<{ Querystring: { id: string } }>(
     '/retention/packs',
     {
-      // A dry run reads every run index and pack index of the job: rate-limited per caller, and
-      // one at a time in the engine (RunService.planPacks).
+      // A dry run reads every run index and pack index of the job: rate-limited per caller, and in
+      // a restore read slot as a restore dry run or verify is (429 over the limit, never queued).
       onRequest: [app.requireCapability('job.read'), app.rateLimitCaller],
       config: { capability: 'job.read' },
       schema: {
@@ -315,9 +316,13 @@ export default async function runsRoutes(app: FastifyInstance): Promise<void> {
     },
     async (request, reply) => {
       const id = request.query.id;
-      const destinations = await app.runs.planPacks(id);
-      if (destinations === null) return reply.code(404).send({ error: 'job not found' });
-      return { id, destinations };
+      const answer = async () => {
+        const destinations = await app.runs.planPacks(id);
+        if (destinations === null) return reply.code(404).send({ error: 'job not found' });
+        return { id, destinations };
+      };
+      // A caller asking while the job's plan is being made shares it, without a slot of its own.
+      return app.runs.planningPacks(id) ? answer() : inReadSlot(app, request, reply, answer);
     },
   );
 
