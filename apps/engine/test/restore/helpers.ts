@@ -6,6 +6,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { encodeKeyFile, generateRecipient } from '@coffer/crypto';
+import type { ObjectStore } from '@coffer/objectstore';
 import { tempDir } from '@coffer/testkit';
 import type { BuildAppOptions } from '../../src/app.ts';
 import { bearer, http, type Reply, type Started, startEngine } from '../helpers/engine.ts';
@@ -141,4 +142,30 @@ export async function incrementalJob(
     id: string;
   });
   return newer;
+}
+
+/**
+ * Holds every read (`get`, `getStream`) of a key `held` accepts until the returned function is
+ * called (which also puts the store's own methods back), so an apply or a drill reading those
+ * objects is surely still in progress meanwhile.
+ */
+export function holdReads(store: ObjectStore, held: (key: string) => boolean): () => void {
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  const { get, getStream } = store;
+  store.get = async (key, ...rest) => {
+    if (held(key)) await gate;
+    return get.call(store, key, ...rest);
+  };
+  store.getStream = async (key, ...rest) => {
+    if (held(key)) await gate;
+    return getStream.call(store, key, ...rest);
+  };
+  return () => {
+    store.get = get;
+    store.getStream = getStream;
+    open();
+  };
 }

@@ -10,7 +10,7 @@ import t from 'tap';
 import { runLock } from '../../src/runs/instance-id.ts';
 import { PIN_PREFIX } from '../../src/runs/pins.ts';
 import { markReclaim, RECLAIM_REFUSAL } from '../../src/runs/reclaim-marker.ts';
-import { incrementalJob, restoreWorld } from './helpers.ts';
+import { holdReads, incrementalJob, restoreWorld } from './helpers.ts';
 
 const w = await restoreWorld(t);
 const state = w.e.app.state;
@@ -29,19 +29,8 @@ const packsOf = async (job: string) =>
 t.test("a restore apply in progress defers the reclaim of its job's packs", async (t) => {
   const runId = await smallFiles('inc-apply', 1500);
   // Every pack read waits until released, so the apply is surely still reading during the pass.
-  let open!: () => void;
-  const gate = new Promise<void>((r) => {
-    open = r;
-  });
-  const { get } = store;
-  store.get = async (key, ...rest) => {
-    if (key.includes('/packs/') && key.includes('/data/')) await gate;
-    return get.call(store, key, ...rest);
-  };
-  t.teardown(() => {
-    store.get = get;
-    open();
-  });
+  const release = holdReads(store, (key) => key.includes('/packs/') && key.includes('/data/'));
+  t.teardown(release);
   const r = await w.post('/restore', {
     runId,
     target: { namespaceId: join(w.roots, 'inc-apply') },
@@ -50,8 +39,7 @@ t.test("a restore apply in progress defers the reclaim of its job's packs", asyn
   t.equal(r.status, 202, r.text);
   const applyId = r.json().applyId as string;
   t.equal(await packsOf('inc-apply'), undefined, 'no reclaim while the apply reads the job packs');
-  store.get = get;
-  open();
+  release();
   let view = (await w.get(`/restore/applies?id=${applyId}`)).json();
   for (let i = 0; i < 2400 && view.status === 'running'; i++) {
     await new Promise((res) => setTimeout(res, 25));

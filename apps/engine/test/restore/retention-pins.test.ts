@@ -12,7 +12,7 @@ import t from 'tap';
 import { PIN_PREFIX } from '../../src/runs/pins.ts';
 import { AUDIENCE, callerHeaders, grantRoles, startKeySet, TEAM_DOMAIN } from '../helpers/perimeter.ts';
 import { makePki } from '../helpers/tls.ts';
-import { restoreWorld } from './helpers.ts';
+import { holdReads, restoreWorld } from './helpers.ts';
 
 const pki = makePki(tempDir(t, 'coffer-pins-pki-'));
 const keySet = await startKeySet(pki);
@@ -54,25 +54,7 @@ const prune = () => w.e.app.runs.pruneAll();
  * the prune reads those.
  */
 function holdShardReads(runId: string): () => void {
-  let open!: () => void;
-  const gate = new Promise<void>((resolve) => {
-    open = resolve;
-  });
-  const held = (key: string) => key.includes(`/runs/${runId}/shards/`);
-  const { get, getStream } = store;
-  store.get = async (key, ...rest) => {
-    if (held(key)) await gate;
-    return get.call(store, key, ...rest);
-  };
-  store.getStream = async (key, ...rest) => {
-    if (held(key)) await gate;
-    return getStream.call(store, key, ...rest);
-  };
-  return () => {
-    store.get = get;
-    store.getStream = getStream;
-    open();
-  };
+  return holdReads(store, (key) => key.includes(`/runs/${runId}/shards/`));
 }
 
 t.test('a pending approval pins its run until it is withdrawn', async (t) => {
