@@ -90,6 +90,15 @@ const MIN_PACK_SIZE = 64 * 1024;
 const FRAME_HEADER = 32;
 const FRAME_OVERHEAD = 48;
 /** A base record's fields other than its content equal these (metadata is flat: scalars only). */
+/** A record's name, metadata and source fields, checked (`checkInput`). */
+interface CheckedInput {
+  name: string;
+  metadata: RecordMetadata;
+  sourceType: string;
+  binding: string;
+  namespace: string;
+}
+
 function sameFields(
   e: IndexEntry,
   sourceType: string,
@@ -196,6 +205,13 @@ export interface ChunkedWriter {
   wouldReuse(record: { name: string; size?: number; change?: string }): boolean;
   /** As ArchiveWriter.addRecord; a record with an unchanged `change` token is not read. */
   addRecord(record: RecordInput): Promise<RecordResult>;
+  /**
+   * Takes a record from the base run without a body, at once (no promise): what `addRecord` does
+   * for a record `wouldReuse` answers yes for. Null, with nothing added, when the record cannot be
+   * taken unread (then read it and call `addRecord`). Throws as `addRecord` does for bad input or
+   * a writer that is not open.
+   */
+  addUnchanged(record: Omit<RecordInput, 'body'>): RecordResult | null;
   finish(): Promise<ChunkedRunSummary>;
   /**
    * Describes the packs stored so far in a pack index (so a new attempt deduplicates against
@@ -358,6 +374,34 @@ export class ChunkedRunWriter implements ChunkedWriter {
   }
 
   async addRecord(record: RecordInput): Promise<RecordResult> {
+    const input = this.checkInput(record);
+    checkBody(record.body);
+    this.state = 'busy';
+    try {
+      const same = this.unchangedFrom(input.name, record);
+      if (same !== null) return this.takeUnchanged(input, record, same);
+      const { size, digest, refs } = await this.readBody(record.body, record.size);
+      return this.push(input, record, size, digest, refs, false);
+    } catch (e) {
+      this.state = 'failed';
+      throw e;
+    }
+  }
+
+  addUnchanged(record: Omit<RecordInput, 'body'>): RecordResult | null {
+    const input = this.checkInput(record);
+    const same = this.unchangedFrom(input.name, record);
+    if (same === null) return null;
+    try {
+      return this.takeUnchanged(input, record, same);
+    } catch (e) {
+      this.state = 'failed';
+      throw e;
+    }
+  }
+
+  /** The checks every record passes before anything is added; throws for a writer not open. */
+  private checkInput(record: Omit<RecordInput, 'body'>): CheckedInput {
     if (this.state !== 'open') {
       throw new ArchiveError('ERR_ARCHIVE_INVALID_STATE', {
         detail: this.state === 'busy' ? 'addRecord calls must not overlap' : `writer is ${this.state}`,
@@ -366,60 +410,65 @@ export class ChunkedRunWriter implements ChunkedWriter {
     if (typeof record !== 'object' || record === null) throw invalid('record must be an object');
     const name = checkName(record.name);
     const metadata = checkMetadata(record.metadata ?? {});
-    checkBody(record.body);
     if (record.change !== undefined && typeof record.change !== 'string')
       throw invalid('change must be a string');
-    const sourceType = record.sourceType ?? this.c.source.type;
-    const binding = record.binding ?? this.c.source.binding ?? '';
-    const namespace = record.namespace ?? this.c.source.namespace ?? '';
-    this.state = 'busy';
-    try {
-      const seq = this.lines.length;
-      const same = this.unchangedFrom(name, record);
-      let size: number;
-      let digest: Digest;
-      let refs: ChunkRef[];
-      if (same !== null) {
-        size = same.size;
-        digest = same.sha384;
-        refs = same.chunks!;
-        for (const r of refs) this.reference(r.id);
-        this.unchanged++;
-      } else {
-        ({ size, digest, refs } = await this.readBody(record.body, record.size));
-      }
-      this.chunkRefs += refs.length;
-      this.bytes += size;
-      // An unchanged record with the same fields has the same line as in the base run (lines are
-      // canonical JSON, §5, and the base verified): reuse it rather than build it again.
-      const reused = same !== null && sameFields(same, sourceType, binding, namespace, metadata);
-      this.lines.push(
-        reused
-          ? this.c.baseLines.get(name)!
-          : chunkedEntryLine({
-              name,
-              size,
-              sha384: digest,
-              sourceType,
-              binding,
-              namespace,
-              metadata,
-              chunks: refs,
-              ...(record.change === undefined ? {} : { change: record.change }),
-            }),
-      );
-      this.state = 'open';
-      return {
-        seq,
-        name,
-        size,
-        sha384: digest,
-        sizeChanged: record.size !== undefined && record.size !== size,
-      };
-    } catch (e) {
-      this.state = 'failed';
-      throw e;
-    }
+    return {
+      name,
+      metadata,
+      sourceType: record.sourceType ?? this.c.source.type,
+      binding: record.binding ?? this.c.source.binding ?? '',
+      namespace: record.namespace ?? this.c.source.namespace ?? '',
+    };
+  }
+
+  /** Adds a record taken unread from the base run: its chunks are referenced where they are. */
+  private takeUnchanged(input: CheckedInput, record: { change?: string }, same: IndexEntry): RecordResult {
+    const refs = same.chunks!;
+    for (const r of refs) this.reference(r.id);
+    this.unchanged++;
+    return this.push(input, record, same.size, same.sha384, refs, true);
+  }
+
+  /** Appends the record's index line (and leaves the writer open for the next record). */
+  private push(
+    input: CheckedInput,
+    record: { size?: number; change?: string },
+    size: number,
+    digest: Digest,
+    refs: ChunkRef[],
+    unchanged: boolean,
+  ): RecordResult {
+    const { name, metadata, sourceType, binding, namespace } = input;
+    const seq = this.lines.length;
+    this.chunkRefs += refs.length;
+    this.bytes += size;
+    // An unchanged record with the same fields has the same line as in the base run (lines are
+    // canonical JSON, §5, and the base verified): reuse it rather than build it again.
+    const base = unchanged ? this.c.baseRecords.get(name)! : null;
+    const reused = base !== null && sameFields(base, sourceType, binding, namespace, metadata);
+    this.lines.push(
+      reused
+        ? this.c.baseLines.get(name)!
+        : chunkedEntryLine({
+            name,
+            size,
+            sha384: digest,
+            sourceType,
+            binding,
+            namespace,
+            metadata,
+            chunks: refs,
+            ...(record.change === undefined ? {} : { change: record.change }),
+          }),
+    );
+    this.state = 'open';
+    return {
+      seq,
+      name,
+      size,
+      sha384: digest,
+      sizeChanged: record.size !== undefined && record.size !== size,
+    };
   }
 
   wouldReuse(record: { name: string; size?: number; change?: string }): boolean {

@@ -280,6 +280,70 @@ t.test('chunks never cross jobs: another job with the same data has its own key 
   t.ok(isChunkedManifest(da) && isChunkedManifest(db) && da.chunkKey !== db.chunkKey, 'distinct chunk keys');
 });
 
+t.test('addUnchanged takes a base record at once, or answers null and adds nothing', async (t) => {
+  const { store } = fsStore(t);
+  const k = keys();
+  const meta = { mode: 0o644 };
+  await writeRun(store, k, [
+    { name: 'a', body: text(700, 1), change: 'a1', metadata: meta },
+    { name: 'b', body: text(900, 2), change: 'b1', metadata: meta },
+  ]);
+  const base = await loadChunkedBase(store, {
+    job: 'job-a',
+    runId: 'run-0001',
+    secretKey: k.operational.secretKey,
+    signerPublicKey: k.signer.publicKey,
+  });
+  const w = await createChunkedWriter(
+    chunkedOptions(store, k, { runId: 'run-0002', prevRunId: 'run-0001', base: base! }),
+  );
+  const a = w.addUnchanged({ name: 'a', size: 700, change: 'a1', metadata: meta });
+  t.match(a, { seq: 0, name: 'a', size: 700, sizeChanged: false }, 'taken unread, in order');
+  t.equal(a!.sha384, base!.records.get('a')!.sha384, "the base record's digest");
+  t.equal(
+    w.addUnchanged({ name: 'b', size: 900, change: 'b2', metadata: meta }),
+    null,
+    'another change token',
+  );
+  t.equal(w.addUnchanged({ name: 'b', size: 901, change: 'b1', metadata: meta }), null, 'another size');
+  t.equal(w.addUnchanged({ name: 'new', change: 'n1' }), null, 'not in the base');
+  t.equal(w.addUnchanged({ name: 'b', metadata: meta }), null, 'no change token');
+  t.throws(() => w.addUnchanged({ name: '', change: 'x' }), { code: 'ERR_ARCHIVE_INVALID_ARGUMENT' });
+  t.throws(() => w.addUnchanged({ name: 'b', change: 'b1', metadata: { x: [1] as unknown as string } }), {
+    code: 'ERR_ARCHIVE_INVALID_ARGUMENT',
+  });
+  // Nothing was added by the refusals: the record read next is the second of the run.
+  const b = await w.addRecord({ name: 'b', body: text(950, 3), change: 'b2', metadata: meta });
+  t.equal(b.seq, 1);
+  const summary = await w.finish();
+  t.match(summary, { records: 2, unchangedRecords: 1 });
+  t.throws(() => w.addUnchanged({ name: 'a', change: 'a1' }), { code: 'ERR_ARCHIVE_INVALID_STATE' });
+  const run = await openRun(store, { job: 'job-a', runId: 'run-0002', secretKey: k.operational.secretKey });
+  const got = new Map((await readAll(run)).map((g) => [g.entry.name, Buffer.from(g.body)]));
+  t.same([...got.keys()], ['a', 'b']);
+  t.ok(got.get('a')!.equals(text(700, 1)), 'the unread record restores with its base bytes');
+  t.ok(got.get('b')!.equals(text(950, 3)));
+  const v = await verifyRun(store, { job: 'job-a', runId: 'run-0002', secretKey: k.operational.secretKey });
+  t.ok(v.ok, 'the run verifies');
+});
+
+t.test('metadata is refused over 64 KiB of JSON, accepted under it', async (t) => {
+  const { store } = fsStore(t);
+  const w = await createChunkedWriter(chunkedOptions(store, keys()));
+  // 60,000 plain characters: the writer's quick bound is over the limit, the exact size under it.
+  await w.addRecord({ name: 'fits', body: text(10), metadata: { note: 'x'.repeat(60_000) } });
+  await t.rejects(w.addRecord({ name: 'long', body: text(10), metadata: { note: 'x'.repeat(66_000) } }), {
+    code: 'ERR_ARCHIVE_INVALID_ARGUMENT',
+    message: /64 KiB/,
+  });
+  // Escaped characters count as written: 11,000 control characters are 66,000 bytes of JSON.
+  await t.rejects(
+    w.addRecord({ name: 'escaped', body: text(10), metadata: { note: '\u0001'.repeat(11_000) } }),
+    { code: 'ERR_ARCHIVE_INVALID_ARGUMENT', message: /64 KiB/ },
+  );
+  t.equal((await w.finish()).records, 1);
+});
+
 t.test('bad input is refused clearly', async (t) => {
   const { store } = fsStore(t);
   const k = keys();

@@ -39,6 +39,8 @@ import {
   layout,
   listRuns,
   loadChunkedBase,
+  type RecordInput,
+  type RecordResult,
   resumeArchiveWriter,
   resumeChunkedWriter,
   verifyRun,
@@ -49,7 +51,7 @@ import { jobDestinations, type RunJob } from '../jobs/index.ts';
 import type { ChunkedBaseCache } from './base-cache.ts';
 import { decodeCheckpoint, nameMark, type RunCheckpoint, type VanishedMark } from './checkpoint.ts';
 import { CheckpointSaver } from './checkpoint-saver.ts';
-import { Copies, type DestinationStates, isDestinationFault } from './copies.ts';
+import { Copies, type DestinationStates, isDestinationFault, type Lane } from './copies.ts';
 import { giveReadMemory, readAhead, takeReadMemory } from './feed.ts';
 import { type Classification, classifyFailure, RunError } from './reasons.ts';
 import { isSkippedEntry, type RunSource, type RunSourceRecord, selectorOf } from './source.ts';
@@ -416,7 +418,11 @@ async function feed(
   const selected = selectorOf(job.source);
   let index = 0;
   let skipped = 0;
-  const fp = FINGERPRINTABLE.has(src.type) ? new SourceFingerprint(job.source, [...copies.ids]) : null;
+  // Only a job that skips unchanged sources ever compares fingerprints (docs/runs.md).
+  const fp =
+    job.skipUnchanged === true && FINGERPRINTABLE.has(src.type)
+      ? new SourceFingerprint(job.source, [...copies.ids])
+      : null;
   // The records to read, in enumeration order; skipped entries and records already held are
   // filtered here, so they are never read.
   async function* needed(): AsyncGenerator<{ rec: RunSourceRecord; at: number; unread?: boolean }> {
@@ -460,10 +466,10 @@ async function feed(
     streamBuffers[i] ??= takeReadMemory(LARGE_SCRATCH);
     return streamBuffers[i]!;
   };
-  // A record every live lane takes unread from its base run (same change token) is never opened:
-  // its body is empty and the writers do not look at it. Asked up to three times per record (size,
-  // read, each further lane), answered once: an answer cannot turn from yes to no within a run
-  // (a writer's chunks only grow, and a failed lane only shrinks the set that must agree).
+  // A record every live lane takes unread from its base run (same change token) is never opened
+  // (readAhead yields it with an empty body) and is added with `addUnchanged`. Asked when its read
+  // would start and again as it is added, answered once: an answer cannot turn from yes to no
+  // within a run (a writer's chunks only grow, and a failed lane only shrinks the set that must agree).
   const unread = (item: { rec: RunSourceRecord; unread?: boolean }): boolean => {
     if (item.unread !== undefined) return item.unread;
     const { rec } = item;
@@ -474,21 +480,17 @@ async function feed(
       lanes.every((l) => 'wouldReuse' in l.writer && l.writer.wouldReuse(rec));
     return item.unread;
   };
-  const nothing = new Uint8Array(0);
-  const noStream = async (): Promise<AsyncIterable<Uint8Array>> => (async function* () {})();
   const ahead = readAhead(
     needed(),
-    (item, buffer) =>
-      unread(item) ? noStream() : src.read(item.rec.name, buffer === undefined ? undefined : { buffer }),
-    (item) => (unread(item) ? 0 : item.rec.size),
+    (item, buffer) => src.read(item.rec.name, buffer === undefined ? undefined : { buffer }),
+    (item) => item.rec.size,
     {
       concurrency: ra.concurrency ?? 8,
       budgetBytes: ra.budgetBytes ?? 32 * 1024 * 1024,
       smallBytes,
-      readInto: src.readInto
-        ? (item, buffer) => (unread(item) ? Promise.resolve(nothing) : src.readInto!(item.rec.name, buffer))
-        : undefined,
+      readInto: src.readInto ? (item, buffer) => src.readInto!(item.rec.name, buffer) : undefined,
       largeBuffer: streamBuffer(0),
+      unread,
     },
   );
   // Records vanished in this attempt shift the archive index of everything after them.
@@ -516,25 +518,27 @@ async function feed(
         metadata: scalarMetadata(rec.metadata),
         ...(rec.change === undefined ? {} : { change: rec.change }),
       };
-      const results = await Promise.allSettled(
-        targets.map(async (l, i) => {
-          // A streamed (large) body can be consumed once: further writers read it again.
-          const b =
-            body instanceof Uint8Array || i === 0
-              ? body!
-              : unread(item)
-                ? await noStream()
-                : await src.read(rec.name, { buffer: streamBuffer(i) });
-          try {
-            return await l.writer.addRecord({ ...input, body: b });
-          } catch (err) {
-            // A writer that failed mid-stream leaves the stream open: close it (its file and any read in flight).
-            if (!(b instanceof Uint8Array))
-              await (b as AsyncGenerator).return?.(undefined)?.catch(() => undefined);
-            throw err;
-          }
-        }),
-      );
+      // A record every lane takes unread is added at once (no promise per lane and record: on a
+      // run with nothing changed that is every record).
+      const results = unread(item)
+        ? targets.map((l) => addUnchanged(l, input))
+        : await Promise.allSettled(
+            targets.map(async (l, i) => {
+              // A streamed (large) body can be consumed once: further writers read it again.
+              const b =
+                body instanceof Uint8Array || i === 0
+                  ? body!
+                  : await src.read(rec.name, { buffer: streamBuffer(i) });
+              try {
+                return await l.writer.addRecord({ ...input, body: b });
+              } catch (err) {
+                // A writer that failed mid-stream leaves the stream open: close it (its file and any read in flight).
+                if (!(b instanceof Uint8Array))
+                  await (b as AsyncGenerator).return?.(undefined)?.catch(() => undefined);
+                throw err;
+              }
+            }),
+          );
       for (let i = 0; i < results.length; i++) {
         const r = results[i]!;
         if (r.status === 'fulfilled') continue;
@@ -550,6 +554,19 @@ async function feed(
   }
   tally.warnings += skipped;
   return listed;
+}
+
+/** A record `wouldReuse` said yes to, added unread, as a settled result (feed). */
+function addUnchanged(lane: Lane, input: Omit<RecordInput, 'body'>): PromiseSettledResult<RecordResult> {
+  try {
+    const r = 'addUnchanged' in lane.writer ? lane.writer.addUnchanged(input) : null;
+    // A yes stays a yes within a run (a writer's chunks only grow): anything else is a defect.
+    if (r === null)
+      throw new RunError('ERR_RUN_INVARIANT', 'a record found unchanged could not be taken unread');
+    return { status: 'fulfilled', value: r };
+  } catch (reason) {
+    return { status: 'rejected', reason };
+  }
 }
 
 /**

@@ -50,7 +50,11 @@ export interface ReadAheadOptions<T> {
   readInto?: ((item: T, buffer: Uint8Array) => Promise<Uint8Array>) | undefined;
   /** Scratch memory for the large records' streams (one at a time). */
   largeBuffer?: Uint8Array | undefined;
+  /** Items whose body is not read at all: yielded with an empty body, taking no slot. */
+  unread?: ((item: T) => boolean) | undefined;
 }
+
+const EMPTY = new Uint8Array(0);
 
 interface Pending<T> {
   item: T;
@@ -93,6 +97,10 @@ export async function* readAhead<T>(
       free.push(memory.subarray(i * options.smallBytes, (i + 1) * options.smallBytes));
   }
   const start = (item: T): Pending<T> => {
+    if (options.unread?.(item) === true) {
+      const promise = Promise.resolve<AheadItem<T>>({ item, body: EMPTY, error: null });
+      return { item, size: 0, large: false, slot: null, promise };
+    }
     const size = sizeOf(item);
     const small = size <= options.smallBytes;
     const slot = small && readInto !== undefined ? (free.pop() ?? null) : null;

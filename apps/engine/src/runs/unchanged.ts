@@ -5,8 +5,8 @@
  * A source fingerprint is SHA-384 over the job's source object, its destination list and, for
  * every listed entry in enumeration order, the name, size and the connector's per-record change
  * metadata (files: permission bits, mtime to the sub-millisecond, owner; s3: ETag and
- * last-modified), plus every skipped entry. Every full run that ends `ok` with no record vanished
- * records the fingerprint of the listing it backed up. A run of a job with `skipUnchanged: true`
+ * last-modified), plus every skipped entry. Every full run of a job with `skipUnchanged` that ends
+ * `ok` with no record vanished records the fingerprint of the listing it backed up. A run of a job with `skipUnchanged: true`
  * lists the source first (no record is read); when the fingerprint equals the latest `ok` run's
  * and that run's archive (or the archive it points to) is still on every destination with a
  * manifest signed by this engine's signer and every shard present at its sealed size, the run is

@@ -62,16 +62,27 @@ t.test('an unchanged source: ok with unchangedFrom, no new archive; a change run
   t.equal(seventh.detail.unchangedFrom, null, 'a missing base archive means a full run');
 });
 
-t.test('without the option every run seals a new archive', async (t) => {
-  const w = await makeWorld(t);
-  await w.addJob({ id: 'docs' });
-  const first = await w.runNow('docs');
-  const second = await w.runNow('docs');
-  t.equal(second.status, 'ok');
-  t.equal(second.detail.unchangedFrom, null);
-  t.equal(second.detail.sourceFingerprint, first.detail.sourceFingerprint, 'same listing, same fingerprint');
-  t.equal((await listRuns(w.destinations.get('default')!, 'docs')).length, 2);
-});
+t.test(
+  'without the option every run seals a new archive; turned on, the next full run records a fingerprint',
+  async (t) => {
+    const w = await makeWorld(t);
+    await w.addJob({ id: 'docs' });
+    const first = await w.runNow('docs');
+    const second = await w.runNow('docs');
+    t.equal(second.status, 'ok');
+    t.equal(second.detail.unchangedFrom, null);
+    t.equal(first.detail.sourceFingerprint, null, 'no fingerprint is computed without the option');
+    t.equal(second.detail.sourceFingerprint, null);
+    t.equal((await listRuns(w.destinations.get('default')!, 'docs')).length, 2);
+    await w.addJob({ id: 'docs', skipUnchanged: true });
+    const third = await w.runNow('docs');
+    t.equal(third.detail.unchangedFrom, null, 'no fingerprint to compare with: a full run');
+    t.match(third.detail.sourceFingerprint, /^sha384:[0-9a-f]{96}$/);
+    const fourth = await w.runNow('docs');
+    t.equal(fourth.detail.unchangedFrom, third.id, 'the run after it finds the source unchanged');
+    t.equal((await listRuns(w.destinations.get('default')!, 'docs')).length, 3);
+  },
+);
 
 t.test('retention keeps the archive that unchanged runs point to', async (t) => {
   const w = await makeWorld(t);

@@ -42,7 +42,13 @@ export function checkMetadata(m: unknown): RecordMetadata {
   if (m === undefined) return {};
   if (typeof m !== 'object' || m === null || Array.isArray(m)) throw invalid('metadata must be an object');
   const out: RecordMetadata = {};
-  for (const [k, v] of Object.entries(m)) {
+  // An upper bound of the JSON's UTF-8 size (a UTF-16 unit escapes to at most 6 bytes, a number
+  // prints in at most 24): the exact size is measured only when the bound exceeds the limit, not
+  // once per record of a run (profiled: 10-15 ms of a 20,000-file run with nothing changed).
+  let bound = 2;
+  for (const k in m) {
+    if (!Object.hasOwn(m, k)) continue;
+    const v = (m as Record<string, unknown>)[k];
     if (v === undefined) continue;
     if (
       v !== null &&
@@ -53,8 +59,9 @@ export function checkMetadata(m: unknown): RecordMetadata {
       throw invalid('metadata values must be strings, finite numbers, booleans or null');
     }
     out[k] = v;
+    bound += 6 * k.length + 4 + (typeof v === 'string' ? 6 * v.length + 2 : 24);
   }
-  if (Buffer.byteLength(JSON.stringify(out)) > MAX_METADATA_BYTES)
+  if (bound > MAX_METADATA_BYTES && Buffer.byteLength(JSON.stringify(out)) > MAX_METADATA_BYTES)
     throw invalid('metadata larger than 64 KiB');
   return out;
 }
