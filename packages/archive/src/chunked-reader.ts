@@ -26,6 +26,7 @@ import {
 } from './internal/chunked-index.ts';
 import { type FrameCodec, frameCodec, inlineCodec } from './internal/codec-pool.ts';
 import { INDEX_FORMAT } from './internal/index-codec.ts';
+import { KnownLines } from './internal/known-lines.ts';
 import { chunkKeyAad } from './internal/manifest.ts';
 import { describePack, openPack } from './internal/pack-codec.ts';
 import { runBinding, runTag } from './internal/run-binding.ts';
@@ -108,19 +109,33 @@ export async function openChunkedIndex(
   const doc = manifest.document as ChunkedManifestDocument;
   const object = layout.index(doc.job, doc.runId);
   let bytes: Uint8Array | null = await readSignedIndex(store, doc);
-  const byLine = known === undefined || known === null ? null : knownByLine(known);
+  const matcher = known === undefined || known === null ? null : new KnownLines(known);
+  // The known record of each record line (by position among the record lines), when it has one.
+  const same: (IndexEntry | undefined)[] = [];
+  let seen = 0;
+  let records = -1;
   const lines = openLines(
     bytes,
     runIndexKey(keys, doc.runId),
     runBinding(doc.job, doc.runId),
     runTag(doc.job, doc.runId),
     // A line equal to a known one is kept as the known string as its frame opens, so the frames'
-    // decoded text need not all stay alive at once (a run with nothing changed drops each).
-    byLine === null
+    // decoded text need not all stay alive at once (a run with nothing changed drops each). The
+    // header (line 0) tells how many record lines follow; the pack references after them are not
+    // looked for.
+    matcher === null
       ? undefined
       : (line) => {
-          const same = byLine.get(line);
-          return same === undefined ? line : known!.lines.get(same.name)!;
+          const at = seen++;
+          if (at === 0) {
+            records = headerRecords(line);
+            return line;
+          }
+          if (at > records) return line;
+          const found = matcher.find(line);
+          if (found === null) return line;
+          same[at - 1] = found.entry;
+          return found.line;
         },
   );
   bytes = null; // the sealed bytes are not needed while the lines are parsed
@@ -155,11 +170,11 @@ export async function openChunkedIndex(
   let chunkTotal = 0;
   for (let i = 0; i < header.records; i++) {
     const line = lines[1 + i]!;
-    const same = byLine?.get(line);
+    const known = same[i];
     const e =
-      same === undefined
+      known === undefined
         ? toChunkedEntry(parse(line, `record ${i}`), i, object, { line, prev: entries.at(-1) ?? null })
-        : withSeq(same, i);
+        : withSeq(known, i);
     bytesTotal += e.size;
     chunkTotal += e.chunks!.length;
     entries.push(e);
@@ -173,14 +188,14 @@ export async function openChunkedIndex(
   return { entries, lines: lines.slice(1, 1 + header.records), packRefs };
 }
 
-/** A known record by its line (the last record of a name, as in a base). */
-function knownByLine(known: KnownRecords): Map<string, IndexEntry> {
-  const out = new Map<string, IndexEntry>();
-  for (const [name, line] of known.lines) {
-    const e = known.records.get(name);
-    if (e !== undefined) out.set(line, e);
+/** The record count a header line states, or -1 (the header is judged after every frame opened). */
+function headerRecords(line: string): number {
+  try {
+    const n = (JSON.parse(line) as { records?: unknown } | null)?.records;
+    return typeof n === 'number' && Number.isSafeInteger(n) ? n : -1;
+  } catch {
+    return -1;
   }
-  return out;
 }
 
 export class ChunkedRunReader implements OpenedRun {
