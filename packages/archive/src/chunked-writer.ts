@@ -41,6 +41,7 @@ import {
 } from './internal/chunked-index.ts';
 import { CHUNK_PARAMS, type ChunkParams, ContentChunker } from './internal/chunker.ts';
 import { type FrameCodec, frameCodec, inlineCodec } from './internal/codec-pool.ts';
+import { IndexSealer } from './internal/index-sealer.ts';
 import { chunkKeyAad } from './internal/manifest.ts';
 import { commitManifest } from './internal/manifest-commit.ts';
 import { storePack, tableBytes, writeTable } from './internal/pack-codec.ts';
@@ -54,7 +55,7 @@ import {
 } from './internal/record-hash.ts';
 import { runBinding, runTag, sessionSalt } from './internal/run-binding.ts';
 import { assertRuntime } from './internal/runtime.ts';
-import { type SealedIndex, sealLines } from './internal/sealed-lines.ts';
+import type { SealedIndex } from './internal/sealed-lines.ts';
 import { headObject, listObjects, putObject } from './internal/store.ts';
 import {
   bodyChunks,
@@ -324,7 +325,8 @@ export class ChunkedRunWriter implements ChunkedWriter {
   private readonly c: Config;
   private state: State = 'open';
   private readonly salt = sessionSalt();
-  private readonly lines: string[] = [];
+  /** The run index, its full frames sealed while later records are added. */
+  private readonly index: IndexSealer;
   /** Chunks this run stored, by id: pack id. */
   private readonly fresh = new Map<string, string>();
   /** Packs the run's records reference. */
@@ -371,6 +373,13 @@ export class ChunkedRunWriter implements ChunkedWriter {
     this.runId = c.runId;
     this.pack = packBuffer(c.packSize + c.chunker.params.maxSize + TABLE_ROOM);
     this.hasher = recordHasher(c.codec !== inlineCodec);
+    this.index = new IndexSealer({
+      key: runIndexKey(c.keys, c.runId),
+      binding: runBinding(c.job, c.runId),
+      tag: runTag(c.job, c.runId),
+      salt: this.salt,
+      compress: c.compress,
+    });
   }
 
   async addRecord(record: RecordInput): Promise<RecordResult> {
@@ -439,14 +448,14 @@ export class ChunkedRunWriter implements ChunkedWriter {
     unchanged: boolean,
   ): RecordResult {
     const { name, metadata, sourceType, binding, namespace } = input;
-    const seq = this.lines.length;
+    const seq = this.index.records;
     this.chunkRefs += refs.length;
     this.bytes += size;
     // An unchanged record with the same fields has the same line as in the base run (lines are
     // canonical JSON, §5, and the base verified): reuse it rather than build it again.
     const base = unchanged ? this.c.baseRecords.get(name)! : null;
     const reused = base !== null && sameFields(base, sourceType, binding, namespace, metadata);
-    this.lines.push(
+    this.index.add(
       reused
         ? this.c.baseLines.get(name)!
         : chunkedEntryLine({
@@ -606,7 +615,7 @@ export class ChunkedRunWriter implements ChunkedWriter {
       writeTable(whole, this.packLen, chunks);
       plain = whole;
     }
-    const recordsDone = this.lines.length;
+    const recordsDone = this.index.records;
     const { c } = this;
     const before = this.lastFlight;
     const buffer = this.pack;
@@ -803,7 +812,7 @@ export class ChunkedRunWriter implements ChunkedWriter {
       manifestKey,
       manifestDigest,
       signer,
-      records: this.lines.length,
+      records: this.index.records,
       bytes: this.bytes,
       shards: this.newPacks.length,
       storedBytes,
@@ -849,21 +858,12 @@ export class ChunkedRunWriter implements ChunkedWriter {
   /** The run index (§12.6): header, one line per record, one per referenced pack; sealed. */
   private sealRunIndex(refs: readonly string[], described: ReadonlyMap<string, PackLine>): SealedIndex {
     const { c } = this;
-    const lines = [
-      chunkedHeaderLine(c.job, c.runId, this.lines.length, refs.length),
-      ...this.lines,
-      ...refs.map((pack) => {
+    return this.index.finish(
+      chunkedHeaderLine(c.job, c.runId, this.index.records, refs.length),
+      refs.map((pack) => {
         const line = described.get(pack)!;
         return packRefLine({ pack, sha256: line.sha256, size: line.size });
       }),
-    ];
-    return sealLines(
-      lines,
-      runIndexKey(c.keys, c.runId),
-      runBinding(c.job, c.runId),
-      runTag(c.job, c.runId),
-      this.salt,
-      c.compress,
     );
   }
 
@@ -896,7 +896,7 @@ export class ChunkedRunWriter implements ChunkedWriter {
       },
       index: { size: o.index.size, sha384: o.index.digest, chunks: o.index.chunks },
       totals: {
-        records: this.lines.length,
+        records: this.index.records,
         bytes: this.bytes,
         chunks: this.chunkRefs,
         newChunks: o.newChunks,
