@@ -521,7 +521,7 @@ async function feed(
       // A record every lane takes unread is added at once (no promise per lane and record: on a
       // run with nothing changed that is every record).
       const results = unread(item)
-        ? targets.map((l) => addUnchanged(l, input))
+        ? targets.map((l) => takeUnread(l, input))
         : await Promise.allSettled(
             targets.map(async (l, i) => {
               // A streamed (large) body can be consumed once: further writers read it again.
@@ -557,7 +557,7 @@ async function feed(
 }
 
 /** A record `wouldReuse` said yes to, added unread, as a settled result (feed). */
-function addUnchanged(lane: Lane, input: Omit<RecordInput, 'body'>): PromiseSettledResult<RecordResult> {
+function takeUnread(lane: Lane, input: Omit<RecordInput, 'body'>): PromiseSettledResult<RecordResult> {
   try {
     const r = 'addUnchanged' in lane.writer ? lane.writer.addUnchanged(input) : null;
     // A yes stays a yes within a run (a writer's chunks only grow): anything else is a defect.

@@ -18,31 +18,27 @@
  * index that never filled a frame is sealed at the end exactly as before (`sealLines`: the header
  * and the lines together, from frame 0), so small runs' index bytes do not change.
  */
-import { createHash } from 'node:crypto';
-import { formatDigest } from '@coffer/crypto';
 import { utf8 } from './bytes.ts';
-import { core } from './codec-pool.ts';
 import { INDEX_CHUNK_BYTES, indexChunks } from './index-codec.ts';
-import { type SealedIndex, sealLines } from './sealed-lines.ts';
-
-export interface IndexSealing {
-  key: Uint8Array;
-  binding: Uint8Array;
-  tag: Uint8Array;
-  salt: Uint8Array;
-  compress: boolean;
-}
+import {
+  type FrameSealing,
+  joinFrames,
+  type SealedIndex,
+  sealChunks,
+  sealIndexFrame,
+  sealLines,
+} from './sealed-lines.ts';
 
 export class IndexSealer {
-  readonly #o: IndexSealing;
+  readonly #o: FrameSealing;
   /** Record lines not yet in a frame, and their size with newlines. */
   #pending: string[] = [];
   #pendingBytes = 0;
   #records = 0;
   /** Frames 1, 2, ... sealed ahead, in order. */
-  readonly #ahead: Uint8Array[] = [];
+  #ahead: Uint8Array[] = [];
 
-  constructor(sealing: IndexSealing) {
+  constructor(sealing: FrameSealing) {
     this.#o = sealing;
   }
 
@@ -54,56 +50,26 @@ export class IndexSealer {
   /** Adds the next record line; seals the lines before it when it would overflow their frame. */
   add(line: string): void {
     const n = Buffer.byteLength(line, 'utf8') + 1;
-    if (this.#pendingBytes + n > INDEX_CHUNK_BYTES && this.#pending.length > 0) this.#sealAhead();
+    if (this.#pendingBytes + n > INDEX_CHUNK_BYTES && this.#pending.length > 0) {
+      const plain = utf8(`${this.#pending.join('\n')}\n`);
+      this.#ahead.push(sealIndexFrame(this.#ahead.length + 1, false, plain, this.#o));
+      this.#pending = [];
+      this.#pendingBytes = 0;
+    }
     this.#pending.push(line);
     this.#pendingBytes += n;
     this.#records++;
   }
 
-  /**
-   * The sealed index: `header` first, then every record line, then `after` (the pack references).
-   */
+  /** The sealed index: `header` first, then every record line, then `after` (the pack references). */
   finish(header: string, after: readonly string[]): SealedIndex {
     const o = this.#o;
+    const rest = [...this.#pending, ...after];
+    this.#pending = [];
     if (this.#ahead.length === 0)
-      return sealLines([header, ...this.#pending, ...after], o.key, o.binding, o.tag, o.salt, o.compress);
-    const frames: Uint8Array[] = [this.#sealNow(0, false, utf8(`${header}\n`))];
-    frames.push(...this.#ahead);
-    this.#ahead.length = 0;
-    const chunks = indexChunks([...this.#pending, ...after]);
-    this.#pending = [];
-    let next = chunks.next();
-    while (next.done !== true) {
-      const plain = next.value;
-      next = chunks.next();
-      frames.push(this.#sealNow(frames.length, next.done === true, plain));
-    }
-    const hash = createHash('sha384');
-    for (const f of frames) hash.update(f);
-    const bytes = Buffer.concat(frames);
-    return { bytes, size: bytes.length, digest: formatDigest(hash.digest()), chunks: frames.length };
-  }
-
-  #sealAhead(): void {
-    const plain = utf8(`${this.#pending.join('\n')}\n`);
-    this.#pending = [];
-    this.#pendingBytes = 0;
-    this.#ahead.push(this.#sealNow(this.#ahead.length + 1, false, plain));
-  }
-
-  #sealNow(seq: number, final: boolean, plain: Uint8Array): Uint8Array {
-    const o = this.#o;
-    return core.sealFrame({
-      domain: 1,
-      seq,
-      final,
-      plain,
-      compress: o.compress,
-      key: o.key,
-      binding: o.binding,
-      runTag: o.tag,
-      salt: o.salt,
-      out: null,
-    }).frame;
+      return sealLines([header, ...rest], o.key, o.binding, o.tag, o.salt, o.compress);
+    const frames = [sealIndexFrame(0, false, utf8(`${header}\n`), o), ...this.#ahead];
+    this.#ahead = [];
+    return joinFrames(sealChunks(indexChunks(rest), frames, o));
   }
 }

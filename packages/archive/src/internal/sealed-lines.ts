@@ -17,6 +17,15 @@ export interface SealedIndex {
   chunks: number;
 }
 
+/** The key, binding and session salt index frames are sealed under (§4). */
+export interface FrameSealing {
+  key: Uint8Array;
+  binding: Uint8Array;
+  tag: Uint8Array;
+  salt: Uint8Array;
+  compress: boolean;
+}
+
 /** Seals lines into index frames (at most 1 MiB of whole lines each) under `key`. */
 export function sealLines(
   lines: readonly string[],
@@ -28,28 +37,47 @@ export function sealLines(
 ): SealedIndex {
   // Each chunk's plaintext is cut as it is sealed, one ahead (to know which frame is final): the
   // whole index's plaintext (~100 MB for 200,000 records) is never held beside its frames.
-  const chunks = indexChunks(lines);
-  const frames: Uint8Array[] = [];
-  const hash = createHash('sha384');
+  return joinFrames(sealChunks(indexChunks(lines), [], { key, binding, tag, salt, compress }));
+}
+
+/** One index frame of sequence number `seq`. */
+export function sealIndexFrame(seq: number, final: boolean, plain: Uint8Array, o: FrameSealing): Uint8Array {
+  return core.sealFrame({
+    domain: 1,
+    seq,
+    final,
+    plain,
+    compress: o.compress,
+    key: o.key,
+    binding: o.binding,
+    runTag: o.tag,
+    salt: o.salt,
+    out: null,
+  }).frame;
+}
+
+/**
+ * Seals `chunks` after the frames already in `frames` (numbered on from them), the last one
+ * final, and returns `frames`. Each chunk is cut as it is sealed, one ahead.
+ */
+export function sealChunks(
+  chunks: Iterator<Uint8Array>,
+  frames: Uint8Array[],
+  o: FrameSealing,
+): Uint8Array[] {
   let next = chunks.next();
-  for (let i = 0; next.done !== true; i++) {
+  while (next.done !== true) {
     const plain = next.value;
     next = chunks.next();
-    const r = core.sealFrame({
-      domain: 1,
-      seq: i,
-      final: next.done === true,
-      plain,
-      compress,
-      key,
-      binding,
-      runTag: tag,
-      salt,
-      out: null,
-    });
-    hash.update(r.frame);
-    frames.push(r.frame);
+    frames.push(sealIndexFrame(frames.length, next.done === true, plain, o));
   }
+  return frames;
+}
+
+/** The frames one after the other, with their size, SHA-384 and count. */
+export function joinFrames(frames: readonly Uint8Array[]): SealedIndex {
+  const hash = createHash('sha384');
+  for (const f of frames) hash.update(f);
   const bytes = Buffer.concat(frames);
   return { bytes, size: bytes.length, digest: formatDigest(hash.digest()), chunks: frames.length };
 }
