@@ -439,7 +439,13 @@ export class ChunkedRunReader implements OpenedRun {
       }
       last = e.seq;
     }
-    yield* streamRecords(await this.streamContext(), entries, true, partBytes);
+    yield* streamRecords(
+      await this.streamContext(),
+      entries,
+      true,
+      partBytes,
+      options.checkRecordDigest !== false,
+    );
   }
 
   /** What the pipelined record stream (internal/chunk-stream.ts) needs of this reader. */

@@ -418,6 +418,17 @@ export interface RecordsReadOptions {
   partBytes?: number;
   /** Shard buffers the consumer may hold unreleased without slowing the reader (default 4). */
   holdShards?: number;
+  /**
+   * Format 0.2 runs: false skips each record's whole-record SHA-384. Every byte is still checked:
+   * each pack against its digest and tag, and each chunk against its keyed id in the signed
+   * index, so the bytes handed over are exactly the bytes those ids name (which a SHA-384 check of
+   * the same index's records has already vouched for). For a second read of records a full read
+   * or `verifyRun` has checked, such as a restore's re-verification before each write; it saves
+   * the one hash pass over every byte that runs on a thread of its own. A record is then handed
+   * over (its last part: `RecordRead.part`) once its chunks matched. Default true; a 0.1 run,
+   * whose records have no chunk ids, always checks it.
+   */
+  checkRecordDigest?: boolean;
 }
 
 export interface VerifyProgress {

@@ -16,7 +16,8 @@
  * - the records' SHA-384s run on the record-hash thread, one batched request per visit, reading
  *   the same shared buffer in place;
  * - a record is handed over only once its digest matched, as views of the visit buffers, which
- *   return to the pool when the consumer releases the record (readRecords' contract).
+ *   return to the pool when the consumer releases the record (readRecords' contract); without
+ *   `digest` (`checkRecordDigest: false`), once every chunk it uses matched its signed id.
  * Failures surface in stream order: records before a bad chunk or pack are handed over first.
  */
 import type { ObjectStore } from '@coffer/objectstore';
@@ -154,6 +155,7 @@ export async function* streamRecords(
   entries: readonly IndexEntry[],
   keep: boolean,
   partBytes = Number.POSITIVE_INFINITY,
+  digest = true,
 ): AsyncGenerator<RecordRead> {
   const { uses, visits } = await plan(ctx, entries);
   let size = 1;
@@ -164,15 +166,22 @@ export async function* streamRecords(
   // each buffer for its own pack instead was tried: reuse got worse and peak memory rose.)
   const shared = ctx.codec !== inlineCodec;
   const pool = new BufferPool({ size, count: Number.MAX_SAFE_INTEGER, shared });
-  const hasher = recordHasher(shared);
+  // Without `digest` (a second read of records a full read already checked, RecordsReadOptions
+  // checkRecordDigest) no record is hashed: each is handed over once its chunks' ids matched.
+  const hasher = digest ? recordHasher(shared) : null;
   const opened = new Set<string>();
-  const ahead = ctx.codec.parallel + EXTRA_AHEAD;
+  // With no record to hash, the record-hash thread's core is free: this thread opens every
+  // (workers + 1)-th visit itself, as the writer's read-back does (an 8 MiB pack holds its event
+  // loop ~50 ms), one more visit ahead so both lanes have one.
+  const lanes = hasher === null && shared ? ctx.codec.parallel + 1 : 1;
+  const ahead = ctx.codec.parallel + EXTRA_AHEAD + (lanes > 1 ? 1 : 0);
   let started = 0;
   const start = (v: Visit) => {
     const buf = pool.tryAcquire()!;
     v.buf = buf;
     const checks = [...v.checks.values()];
-    v.plain = openPack(ctx.store, ctx.codec, ctx.job, ctx.keys, v.pack, v.line, v.line.size, buf, {
+    const codec = started % lanes === lanes - 1 && lanes > 1 ? inlineCodec : ctx.codec;
+    v.plain = openPack(ctx.store, codec, ctx.job, ctx.keys, v.pack, v.line, v.line.size, buf, {
       chunks: checks,
       run: `${ctx.job}/${ctx.runId}`,
     }).then((r) => {
@@ -218,7 +227,7 @@ export async function* streamRecords(
       hashing.push({ done: Promise.resolve([]), ends });
       return;
     }
-    const done = hasher.run(plain, ops);
+    const done = hasher!.run(plain, ops);
     done
       .then(
         () => undefined,
@@ -284,7 +293,7 @@ export async function* streamRecords(
       const list = uses[r]!;
       const p: Pending = {
         entry,
-        key: list.length === 0 ? 0 : hasher.newKey(),
+        key: list.length === 0 || hasher === null ? 0 : hasher.newKey(),
         pieces: [],
         visits: new Set(),
         bytes: 0,
@@ -301,8 +310,10 @@ export async function* streamRecords(
           // them holds their visits on its own, so the consumer may release the part before the
           // record's digest is known.
           startUpTo(visitIndex.get(use.visit)!);
-          flush();
-          while (hashing.length > 0) for (const q of await settle()) yield handOver(q);
+          if (hasher !== null) {
+            flush();
+            while (hashing.length > 0) for (const q of await settle()) yield handOver(q);
+          }
           yield handOver(p, false);
           p.pieces = [];
           p.visits = new Set();
@@ -315,15 +326,19 @@ export async function* streamRecords(
           plain = await use.visit.plain!;
         } catch (e) {
           // Earlier records' verdicts come first.
-          flush();
-          while (hashing.length > 0) for (const q of await settle()) yield handOver(q);
+          if (hasher !== null) {
+            flush();
+            while (hashing.length > 0) for (const q of await settle()) yield handOver(q);
+          }
           throw e;
         }
         const v = use.visit;
-        if (batch !== null && batch.visit !== v) flush();
-        batch ??= gather(v, plain);
-        const flags = (u === 0 ? BEGIN : 0) | (u === list.length - 1 ? END : 0);
-        batch.ops.push(p.key, use.offset, use.offset + use.length, flags);
+        if (hasher !== null) {
+          if (batch !== null && batch.visit !== v) flush();
+          batch ??= gather(v, plain);
+          const flags = (u === 0 ? BEGIN : 0) | (u === list.length - 1 ? END : 0);
+          batch.ops.push(p.key, use.offset, use.offset + use.length, flags);
+        }
         // A record handed over with its pieces holds their visits until it is released; one that
         // only verifies does not (its ranges are read by the hash request, which holds the visit
         // until the hash thread replied): a verify's buffers return as soon as they are hashed
@@ -338,6 +353,14 @@ export async function* streamRecords(
           }
         }
         v.uses--;
+        // Without hash requests nothing else holds the visit: its buffer goes back once no use
+        // and no handed-over record needs it.
+        if (hasher === null) drop(v);
+      }
+      if (hasher === null) {
+        if (list.length === 0 && entry.sha384 !== EMPTY_SHA384) throw tampered(p);
+        yield handOver(p);
+        continue;
       }
       // The record is complete once the request carrying its last range settles (an empty record
       // goes with whatever request is last, so records still come out in order).
@@ -353,7 +376,7 @@ export async function* streamRecords(
     flush();
     while (hashing.length > 0) for (const q of await settle()) yield handOver(q);
   } finally {
-    hasher.forget([...openKeys]);
+    hasher?.forget([...openKeys]);
     // Records never handed over give their holds back; buffers go back once nothing reads them
     // (a hash request still running releases its own when it settles).
     const left = batch as { visit: Visit; ends: Pending[] } | null;

@@ -1,6 +1,8 @@
 /**
  * Phase two's supply of verified records: every record is read from the store again and handed
- * over only after its SHA-384 (and its shards' digests and tags) verified, in archive order.
+ * over only after it verified again, in archive order: its shards' or packs' digests and tags, and
+ * its SHA-384 (a 0.2 run with `checkRecordDigest: false`: every chunk's keyed id instead, which
+ * names exactly the bytes whose SHA-384 phase one checked).
  *
  * - Records up to `memoryLimit` bytes come from the archive's pipelined reader
  *   (`OpenedRun.readRecords`: shards opened ahead on the codec workers, record hashes on their own
@@ -110,7 +112,14 @@ export class FileStager {
 export function feedRecords(
   run: OpenedRun,
   entries: readonly IndexEntry[],
-  options: { memoryLimit: number; stager: FileStager; ownBodies: boolean; partBytes?: number },
+  options: {
+    memoryLimit: number;
+    stager: FileStager;
+    ownBodies: boolean;
+    partBytes?: number;
+    /** False: a 0.2 run's records are checked by their chunks' keyed ids only (phase one checked their SHA-384). */
+    checkRecordDigest?: boolean;
+  },
 ): { records: AsyncIterable<FedRecord>; fed: () => number } {
   let fed = 0;
   // The last record yielded: one whose parts are still coming is not fed yet.
@@ -120,6 +129,7 @@ export function feedRecords(
     const read = {
       maxRecordBytes: options.memoryLimit,
       ...(options.partBytes === undefined ? {} : { partBytes: options.partBytes }),
+      ...(options.checkRecordDigest === false ? { checkRecordDigest: false } : {}),
     };
     for (let i = 0; i < entries.length; ) {
       if (entries[i]!.size > options.memoryLimit) {
