@@ -63,6 +63,15 @@ export class ChunkedBaseCache {
     return this.#kept.size;
   }
 
+  /**
+   * False when a base of `records` records could not be kept whatever its chunks (its weight is at
+   * least its record count): the read-back then does not build one (for 200,000 records, two maps
+   * of that many entries and the time to fill them, only to be dropped).
+   */
+  mayKeep(records: number): boolean {
+    return records <= this.#maxWeight;
+  }
+
   /** Keeps `base` (a verified read-back of its job's newest run) for the job's next run on `store`. */
   put(store: ObjectStore, base: ChunkedBase, operational: Uint8Array): void {
     const key = this.#key(store, base.job);

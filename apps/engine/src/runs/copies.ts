@@ -39,6 +39,8 @@ export interface SealedCopy {
   newPacks?: readonly string[];
   /** 0.2: the base it was written on (its unchanged records are not parsed again at read-back). */
   base?: ChunkedBase;
+  /** 0.2: the records it holds (a base of more than the cache could keep is not built at read-back). */
+  records?: number;
 }
 
 interface CopyLog {

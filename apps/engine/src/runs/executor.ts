@@ -582,7 +582,7 @@ async function seal({ deps, run, copies }: Attempt): Promise<void> {
       copies.addSealed({
         id: l.id,
         store: l.store,
-        ...('packIds' in summary ? { newPacks: summary.packIds as string[] } : {}),
+        ...('packIds' in summary ? { newPacks: summary.packIds as string[], records: summary.records } : {}),
         ...(l.base ? { base: l.base } : {}),
       });
     } catch (err) {
@@ -610,8 +610,10 @@ async function readBack({ deps, job, run, copies }: Attempt): Promise<{ records:
       signerPublicKey: deps.keys.signer.publicKey,
       ...(deps.workers !== undefined ? { workers: deps.workers } : {}),
       // A 0.2 copy this attempt sealed: its new packs in full, the older ones by listing and digest;
-      // what it read is kept as the job's next base.
-      ...(s.newPacks !== undefined ? { newPacks: s.newPacks, keepBase: !!deps.baseCache } : {}),
+      // what it read is kept as the job's next base when the cache can keep one that size.
+      ...(s.newPacks !== undefined
+        ? { newPacks: s.newPacks, keepBase: deps.baseCache?.mayKeep(s.records ?? 0) === true }
+        : {}),
       // Records unchanged since the base are taken from it, not parsed again from the new index.
       ...(s.base !== undefined ? { knownRecords: s.base } : {}),
     });

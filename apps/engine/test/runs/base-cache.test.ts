@@ -53,6 +53,8 @@ t.test('the budget: the least recently kept goes first; a base heavier than it i
   t.ok(cache.take(s, 'c', 'r', key));
   cache.put(s, base('big', 'r', 101, 0), key);
   t.equal(cache.size, 0, 'heavier than the budget: not kept');
+  t.equal(cache.mayKeep(100), true, 'a base of 100 records may fit a budget of 100');
+  t.equal(cache.mayKeep(101), false, 'one of 101 cannot, whatever its chunks: the read-back builds none');
   t.equal(new ChunkedBaseCache(0).weight, 0);
   t.throws(() => new ChunkedBaseCache(-1), TypeError);
 });
