@@ -10,8 +10,9 @@ import type { IndexEntry, RecordRead } from './types.ts';
  * it, so memory holds a part or two of the record rather than all of it.
  *
  * The body ends after the last part, which the reader hands over only once the record's SHA-384
- * matched (with `checkRecordDigest: false`, once its every chunk matched its keyed id); it throws instead when the reader fails (`fail`, its error unchanged) or the signal
- * aborts (`interrupted()`). A writer that puts the bytes in place only once the body ended (a
+ * matched (with `checkRecordDigest: false`, once its every chunk matched its keyed id); it throws
+ * instead when the reader fails (`fail`, its error unchanged) or the signal aborts
+ * (`interrupted()`). A writer that puts the bytes in place only once the body ended (a
  * temporary file renamed at the end, as @coffer/sources' files writer does) therefore never shows
  * a record that did not verify under its name. Call `close()` once the write settled, whatever
  * its outcome: it releases the parts still held (a writer that failed mid-part leaves the body

@@ -11,10 +11,11 @@
  *   0600 file in a private 0700 directory) while the reader verifies it, and hands the connector
  *   only bytes whose digest matched: unverified bytes are never written. In a 0.2 run that digest
  *   is each chunk's keyed id (HMAC-SHA-256, signed in the index): the ids name exactly the bytes
- *   whose SHA-384 phase one checked, so the record's SHA-384 is not computed again. The one exception, a
- *   files target's 0.2 record over PART_BYTES, streams in parts (each chunk checked against its
- *   keyed id) into the files writer's 0600 temporary file, put in place only after the record's
- *   digest matched and removed when it does not: it never appears under its name unverified.
+ *   whose SHA-384 phase one checked, so the record's SHA-384 is not computed again. The one
+ *   exception, a files target's 0.2 record over PART_BYTES, streams in parts (each chunk checked
+ *   against its keyed id) into the files writer's 0600 temporary file, put in place only after
+ *   every chunk of the record matched and removed when one does not: it never appears under its
+ *   name unverified.
  *   A record that fails re-verification stops the apply (`aborted`; what was written stays).
  * - `onExisting: skip` asks the target just before each write; a failed check records a failure
  *   and writes nothing. A Redis target writes without REPLACE so a key created meanwhile is kept.

@@ -117,7 +117,7 @@ export function feedRecords(
     stager: FileStager;
     ownBodies: boolean;
     partBytes?: number;
-    /** False: a 0.2 run's records are checked by their chunks' keyed ids only (phase one checked their SHA-384). */
+    /** False: a 0.2 run's records are checked by their chunks' keyed ids only (phase one hashed them). */
     checkRecordDigest?: boolean;
   },
 ): { records: AsyncIterable<FedRecord>; fed: () => number } {
