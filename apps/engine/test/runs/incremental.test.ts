@@ -7,6 +7,7 @@ import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { isChunkedManifest, openRun, readRunManifest, verifyRun } from '@coffer/archive';
 import t from 'tap';
+import { baseCacheWeightOf, ChunkedBaseCache } from '../../src/runs/base-cache.ts';
 import { noise } from './helpers/noise.ts';
 import { makeWorld } from './helpers/world.ts';
 
@@ -247,4 +248,38 @@ t.test('retention reclaims the packs only pruned runs used; the kept run still v
   t.ok(bytesUnder(packsDir) <= before - packs.freedBytes + 1024 * 1024, 'the destination shrank accordingly');
   const v = await verifyRun(store, { job: 'inc', runId: second.id, secretKey: w.breakGlassSecret });
   t.ok(v.ok, 'the kept run verifies offline after the reclaim');
+});
+
+t.test('a cache that could not keep a base of this size: the read-back builds none', async (t) => {
+  // The budget (10) is under the run's 31 records: mayKeep says no before anything is built, so
+  // the read-back is asked for no base and the cache is never handed one to refuse.
+  class Counting extends ChunkedBaseCache {
+    puts = 0;
+    override put(...args: Parameters<ChunkedBaseCache['put']>): void {
+      this.puts++;
+      super.put(...args);
+    }
+  }
+  const small = new Counting(10);
+  const roomy = new Counting(baseCacheWeightOf(undefined));
+  for (const [label, cache, puts] of [
+    ['under budget', small, 0],
+    ['the default budget', roomy, 1],
+  ] as const) {
+    const w = await makeWorld(t, {
+      files,
+      service: { executor: { checkpointIntervalMs: 0, workers: 0, baseCache: cache } },
+    });
+    await w.addJob({ id: 'inc', incremental: true });
+    const first = await w.runNow('inc');
+    t.equal(first.status, 'ok', label);
+    t.equal(cache.puts, puts, `${label}: ${puts} base handed to the cache`);
+    t.equal(cache.size, puts, `${label}: ${puts} kept`);
+    // Either way the next run builds on the first (read from the store when nothing was kept).
+    const second = await w.runNow('inc');
+    t.equal(second.status, 'ok');
+    const m2 = (await readRunManifest(w.destinations.get('default')!, { job: 'inc', runId: second.id }))
+      .document;
+    t.ok(isChunkedManifest(m2) && m2.totals.newBytes === 0, `${label}: nothing stored again`);
+  }
 });
