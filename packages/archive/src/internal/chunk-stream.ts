@@ -67,7 +67,8 @@ interface Visit {
   plain: Promise<Uint8Array> | null;
 }
 
-type Use = { visit: Visit; offset: number; length: number } | { error: ArchiveError };
+type ChunkUse = { visit: Visit; offset: number; length: number };
+type Use = ChunkUse | { error: ArchiveError };
 
 interface Pending {
   entry: IndexEntry;
@@ -287,6 +288,42 @@ export async function* streamRecords(
     }
     return h.ends;
   };
+  /** Sends the batch being gathered and hands over every record whose hash settles, in order. */
+  async function* settleAll(): AsyncGenerator<RecordRead> {
+    if (hasher === null) return;
+    flush();
+    while (hashing.length > 0) for (const q of await settle()) yield handOver(q);
+  }
+  /**
+   * One chunk use of record `p`, its visit opened and checked: its range goes to the hash batch
+   * (`first` and `last` use of the record begin and end its hash) and, when records are kept, to
+   * the record's pieces.
+   */
+  const take = (p: Pending, use: ChunkUse, plain: Uint8Array, first: boolean, last: boolean) => {
+    const v = use.visit;
+    if (hasher !== null) {
+      if (batch !== null && batch.visit !== v) flush();
+      batch ??= gather(v, plain);
+      batch.ops.push(p.key, use.offset, use.offset + use.length, (first ? BEGIN : 0) | (last ? END : 0));
+    }
+    // A record handed over with its pieces holds their visits until it is released; one that
+    // only verifies does not (its ranges are read by the hash request, which holds the visit
+    // until the hash thread replied): a verify's buffers return as soon as they are hashed
+    // rather than once the longest record over them verified (a record over eight packs held
+    // eight 10 MiB buffers: a verify's pool grew to 9).
+    if (keep) {
+      p.pieces.push(plain.subarray(use.offset, use.offset + use.length));
+      p.bytes += use.length;
+      if (!p.visits.has(v)) {
+        p.visits.add(v);
+        v.holds++;
+      }
+    }
+    v.uses--;
+    // Without hash requests nothing else holds the visit: its buffer goes back once no use and
+    // no handed-over record needs it.
+    if (hasher === null) drop(v);
+  };
   try {
     for (let r = 0; r < entries.length; r++) {
       const entry = entries[r]!;
@@ -310,10 +347,7 @@ export async function* streamRecords(
           // them holds their visits on its own, so the consumer may release the part before the
           // record's digest is known.
           startUpTo(visitIndex.get(use.visit)!);
-          if (hasher !== null) {
-            flush();
-            while (hashing.length > 0) for (const q of await settle()) yield handOver(q);
-          }
+          yield* settleAll();
           yield handOver(p, false);
           p.pieces = [];
           p.visits = new Set();
@@ -325,37 +359,10 @@ export async function* streamRecords(
           startUpTo(visitIndex.get(use.visit)!);
           plain = await use.visit.plain!;
         } catch (e) {
-          // Earlier records' verdicts come first.
-          if (hasher !== null) {
-            flush();
-            while (hashing.length > 0) for (const q of await settle()) yield handOver(q);
-          }
+          yield* settleAll(); // earlier records' verdicts come first
           throw e;
         }
-        const v = use.visit;
-        if (hasher !== null) {
-          if (batch !== null && batch.visit !== v) flush();
-          batch ??= gather(v, plain);
-          const flags = (u === 0 ? BEGIN : 0) | (u === list.length - 1 ? END : 0);
-          batch.ops.push(p.key, use.offset, use.offset + use.length, flags);
-        }
-        // A record handed over with its pieces holds their visits until it is released; one that
-        // only verifies does not (its ranges are read by the hash request, which holds the visit
-        // until the hash thread replied): a verify's buffers return as soon as they are hashed
-        // rather than once the longest record over them verified (a record over eight packs held
-        // eight 10 MiB buffers: a verify's pool grew to 9).
-        if (keep) {
-          p.pieces.push(plain.subarray(use.offset, use.offset + use.length));
-          p.bytes += use.length;
-          if (!p.visits.has(v)) {
-            p.visits.add(v);
-            v.holds++;
-          }
-        }
-        v.uses--;
-        // Without hash requests nothing else holds the visit: its buffer goes back once no use
-        // and no handed-over record needs it.
-        if (hasher === null) drop(v);
+        take(p, use, plain, u === 0, u === list.length - 1);
       }
       if (hasher === null) {
         if (list.length === 0 && entry.sha384 !== EMPTY_SHA384) throw tampered(p);
@@ -364,7 +371,9 @@ export async function* streamRecords(
       }
       // The record is complete once the request carrying its last range settles (an empty record
       // goes with whatever request is last, so records still come out in order).
-      if (batch !== null) batch.ends.push(p);
+      // (`batch` is set by `take`, which the compiler's narrowing does not see.)
+      const gathering = batch as { ends: Pending[] } | null;
+      if (gathering !== null) gathering.ends.push(p);
       else if (hashing.length > 0) hashing.at(-1)!.ends.push(p);
       else {
         if (entry.sha384 !== EMPTY_SHA384) throw tampered(p);
@@ -373,8 +382,7 @@ export async function* streamRecords(
       }
       while (hashing.length > HASH_QUEUE) for (const q of await settle()) yield handOver(q);
     }
-    flush();
-    while (hashing.length > 0) for (const q of await settle()) yield handOver(q);
+    yield* settleAll();
   } finally {
     hasher?.forget([...openKeys]);
     // Records never handed over give their holds back; buffers go back once nothing reads them
