@@ -24,7 +24,7 @@ import {
   toPackRef,
   withSeq,
 } from './internal/chunked-index.ts';
-import { type FrameCodec, frameCodec, inlineCodec } from './internal/codec-pool.ts';
+import { type FrameCodec, frameCodec, inlineCodec, laneCodec } from './internal/codec-pool.ts';
 import { INDEX_FORMAT } from './internal/index-codec.ts';
 import { KnownLines } from './internal/known-lines.ts';
 import { chunkKeyAad } from './internal/manifest.ts';
@@ -644,7 +644,7 @@ export class ChunkedRunReader implements OpenedRun {
     const opening: { pack: string; buf: Promise<Uint8Array>; plain: Promise<Uint8Array> }[] = [];
     let next = 0;
     const startOpen = () => {
-      const codec = next % lanes === lanes - 1 ? inlineCodec : this.codec;
+      const codec = laneCodec(this.codec, lanes, next);
       const pack = order[next++]!;
       const line = map.packs.get(pack)!;
       const buf = pool.acquire();

@@ -27,7 +27,7 @@ import type { ChunkRef, IndexEntry, RecordRead } from '../types.ts';
 import { BufferPool } from './buffer-pool.ts';
 import type { ChunkKeys } from './chunk-keys.ts';
 import type { ChunkLocation, ChunkMap, PackLine } from './chunked-index.ts';
-import { type FrameCodec, inlineCodec } from './codec-pool.ts';
+import { type FrameCodec, inlineCodec, laneCodec } from './codec-pool.ts';
 import { openPack } from './pack-codec.ts';
 import { BEGIN, END, type HashDigest, recordHasher } from './record-hash.ts';
 
@@ -181,7 +181,7 @@ export async function* streamRecords(
     const buf = pool.tryAcquire()!;
     v.buf = buf;
     const checks = [...v.checks.values()];
-    const codec = started % lanes === lanes - 1 && lanes > 1 ? inlineCodec : ctx.codec;
+    const codec = laneCodec(ctx.codec, lanes, started);
     v.plain = openPack(ctx.store, codec, ctx.job, ctx.keys, v.pack, v.line, v.line.size, buf, {
       chunks: checks,
       run: `${ctx.job}/${ctx.runId}`,

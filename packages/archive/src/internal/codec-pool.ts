@@ -45,6 +45,15 @@ export const inlineCodec: FrameCodec = {
   warm() {},
 };
 
+/**
+ * The codec of the `index`-th pack of a read in which the calling thread takes a lane of its own:
+ * every `lanes`-th pack opens on the calling thread, the others on `codec`'s workers (`lanes` 1:
+ * `codec` only). The writer's read-back and a record stream with no record to hash do this.
+ */
+export function laneCodec(codec: FrameCodec, lanes: number, index: number): FrameCodec {
+  return lanes > 1 && index % lanes === lanes - 1 ? inlineCodec : codec;
+}
+
 const WORKER_SOURCE = `'use strict';
 const { parentPort } = require('node:worker_threads');
 const core = (${codecCore.toString()})(require('node:crypto'), require('node:zlib'));
