@@ -173,7 +173,8 @@ t.test(
   async (t) => {
     // Its own source: 6 MiB over ~100 packs of 64 KiB, between two small files. Phase two hands
     // the writer such a record part by part as its chunks verify; the file takes its name only
-    // once the record's SHA-384 matched.
+    // once every chunk of the record matched its keyed id (phase two does not compute the record's
+    // SHA-384 again: phase one checked it).
     const bigSrc = join(base, 'src-big');
     mkdirSync(join(bigSrc, 'm'), { recursive: true });
     const bigFiles: Record<string, Buffer> = {

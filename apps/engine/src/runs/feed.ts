@@ -16,7 +16,10 @@
 /**
  * Read memory kept between runs (slots and stream buffers), by size: a run's buffers would
  * otherwise stay allocated until the next full garbage collection while the next run allocates
- * its own. At most a few are kept (about 11 MiB per concurrent run).
+ * its own. At most a few are kept (about 11 MiB per concurrent run), and only while runs follow one
+ * another: once nothing has run for a second the engine drops them (dropReadMemory, from
+ * idle-memory.ts), so an idle engine, or one restoring, verifying or drilling (none reads through
+ * here), does not hold them.
  */
 const idle: Buffer[] = [];
 const IDLE_MAX = 4;
@@ -30,6 +33,13 @@ export function takeReadMemory(size: number): Buffer {
 /** Hands memory from `takeReadMemory` back once nothing reads into it any more. */
 export function giveReadMemory(memory: Buffer): void {
   if (idle.length < IDLE_MAX && !idle.includes(memory)) idle.push(memory);
+}
+
+/** Drops the read memory kept for a next run; returns how many buffers were kept. */
+export function dropReadMemory(): number {
+  const n = idle.length;
+  idle.length = 0;
+  return n;
 }
 
 export interface AheadItem<T> {

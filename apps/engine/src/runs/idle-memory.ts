@@ -12,7 +12,7 @@
  *
  * How: once the last run, restore apply, dry run, verify or drill has settled and a second has
  * passed with none started (one started meanwhile cancels it), the archive's cache of shared
- * buffers is dropped, its idle worker threads (codec workers, record-hash thread: a V8 heap each,
+ * buffers and the runs' read memory (runs/feed.ts, ~11 MiB) are dropped, its idle worker threads (codec workers, record-hash thread: a V8 heap each,
  * 15-19 MiB resident) are stopped, which the next run that needs them starts again, and, when the
  * engine runs with `--expose-gc` (its own node flags add it), one
  * memory-reducing collection runs with nothing running (V8's "last resort" flavour: full
@@ -29,6 +29,7 @@
  * the next job within the second skips a collection the next run would make moot.
  */
 import { dropSpareBuffers, stopIdleWorkers } from '@coffer/archive';
+import { dropReadMemory } from './feed.ts';
 
 export interface IdleMemory {
   /**
@@ -39,10 +40,11 @@ export interface IdleMemory {
   /** Registers work that holds the release back while it reports busy (runs, restores). */
   addActivity(busy: () => boolean): void;
   /**
-   * Releases now; returns how many cached buffers were dropped, how many idle archive worker
-   * threads were stopped, and whether a collection ran.
+   * Releases now; returns how many cached buffers were dropped (the archive's pack buffers, and
+   * the runs' read memory: feed.ts), how many idle archive worker threads were stopped, and
+   * whether a collection ran.
    */
-  release(): { buffers: number; workers: number; collected: boolean };
+  release(): { buffers: number; readBuffers: number; workers: number; collected: boolean };
   /** Cancels a pending release (engine shutdown). */
   stop(): void;
 }
@@ -70,9 +72,10 @@ export function idleMemory(options: IdleMemoryOptions = {}): IdleMemory {
   const activities: (() => boolean)[] = [];
   const release = () => {
     const buffers = dropSpareBuffers();
+    const readBuffers = dropReadMemory();
     const workers = stopIdleWorkers();
     if (gc !== null) gc(LAST_RESORT);
-    return { buffers, workers, collected: gc !== null };
+    return { buffers, readBuffers, workers, collected: gc !== null };
   };
   const stop = () => {
     if (timer !== null) clearTimeout(timer);

@@ -1,6 +1,6 @@
 /**
  * A finished run's memory goes back once no run is in flight (src/runs/idle-memory.ts): the
- * archive's cached pack buffers are dropped, its idle worker threads stopped and one collection
+ * archive's cached pack buffers and the runs' read memory are dropped, its idle worker threads stopped and one collection
  * runs; not while a run is in flight.
  */
 
@@ -8,6 +8,7 @@ import { spawnSync } from 'node:child_process';
 import { dropSpareBuffers, stopIdleWorkers } from '@coffer/archive';
 import { steadyWorkerThreads, waitForWorkerThreads as threadsBecome } from '@coffer/testkit';
 import t from 'tap';
+import { dropReadMemory } from '../../src/runs/feed.ts';
 import { IDLE_DELAY_MS, idleMemory, LAST_RESORT } from '../../src/runs/idle-memory.ts';
 import { makeWorld } from './helpers/world.ts';
 
@@ -38,6 +39,7 @@ t.test(
     await tick(100);
     t.equal(collected, 1, 'one collection once the run settled');
     t.equal(dropSpareBuffers(), 0, 'nothing left in the cache');
+    t.equal(dropReadMemory(), 0, 'no read memory kept');
     t.equal(stopIdleWorkers(), 0, 'no idle archive thread left running');
     t.equal(await threadsBecome(before), before, 'the run’s worker threads ended');
   },
@@ -59,6 +61,7 @@ t.test('control: without the release, a run leaves its pack buffers in the cache
   await tick(100);
   t.equal(collected, 0);
   t.ok(dropSpareBuffers() > 0, 'the writer left its buffers for a next pool');
+  t.ok(dropReadMemory() > 0, 'and the run its read memory for a next run');
   t.ok(stopIdleWorkers() >= 2, 'and its codec worker and record-hash thread still run');
 });
 
@@ -78,7 +81,7 @@ t.test('nothing is released while something is in flight; the release runs once 
   t.equal(collected, 1, 'stopped: the pending release does not run');
   t.same(
     idleMemory({ gc: null }).release(),
-    { buffers: 0, workers: 0, collected: false },
+    { buffers: 0, readBuffers: 0, workers: 0, collected: false },
     'without a collector: drops buffers and stops threads only',
   );
 });
@@ -99,7 +102,7 @@ t.test('by default the release waits a second after the last run settled', async
 t.test('the collection asked for is the memory-reducing one, and this Node accepts it', async (t) => {
   const asked: unknown[] = [];
   const idle = idleMemory({ gc: (o) => asked.push(o) });
-  t.same(idle.release(), { buffers: 0, workers: 0, collected: true });
+  t.same(idle.release(), { buffers: 0, readBuffers: 0, workers: 0, collected: true });
   t.same(asked, [{ type: 'major', execution: 'sync', flavor: 'last-resort' }]);
   // The real collector under --expose-gc (the engine's own flag), with the same options.
   const r = spawnSync(
