@@ -35,7 +35,10 @@ export function giveReadMemory(memory: Buffer): void {
   if (idle.length < IDLE_MAX && !idle.includes(memory)) idle.push(memory);
 }
 
-/** Drops the read memory kept for a next run; returns how many buffers were kept. */
+/**
+ * Drops the read memory kept for a next run; returns how many buffers were kept. Safe at any time:
+ * a buffer kept is in no run's use (each is given back only once nothing reads into it).
+ */
 export function dropReadMemory(): number {
   const n = idle.length;
   idle.length = 0;

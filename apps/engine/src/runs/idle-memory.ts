@@ -12,12 +12,12 @@
  *
  * How: once the last run, restore apply, dry run, verify or drill has settled and a second has
  * passed with none started (one started meanwhile cancels it), the archive's cache of shared
- * buffers and the runs' read memory (runs/feed.ts, ~11 MiB) are dropped, its idle worker threads (codec workers, record-hash thread: a V8 heap each,
- * 15-19 MiB resident) are stopped, which the next run that needs them starts again, and, when the
- * engine runs with `--expose-gc` (its own node flags add it), one
- * memory-reducing collection runs with nothing running (V8's "last resort" flavour: full
- * collections until nothing more is freed, compaction, and the freed heap pages handed back to the
- * system). A plain full collection left them mapped: after a run over 200,000 files the main heap
+ * buffers and the runs' read memory (runs/feed.ts, ~11 MiB) are dropped, its idle worker threads
+ * (codec workers, record-hash thread: a V8 heap each, 15-19 MiB resident) are stopped, which the
+ * next run that needs them starts again, and, when the engine runs with `--expose-gc` (its own node
+ * flags add it), one memory-reducing collection runs with nothing running (V8's "last resort"
+ * flavour: full collections until nothing more is freed, compaction, and the freed heap pages
+ * handed back to the system). A plain full collection left them mapped: after a run over 200,000 files the main heap
  * was 77 MiB, yet 460 MiB (first run) and 600 MiB (nothing changed) stayed resident, 1,868 mappings
  * of V8's 256 KiB pages; with this, 226 and 243 MiB. It takes ~100-115 ms at 20,000 and at 200,000
  * files (a plain one 45-50 ms at 20,000), spent while nothing runs. V8's own memory reducer did not
