@@ -17,11 +17,11 @@
  * next run that needs them starts again, and, when the engine runs with `--expose-gc` (its own node
  * flags add it), one memory-reducing collection runs with nothing running (V8's "last resort"
  * flavour: full collections until nothing more is freed, compaction, and the freed heap pages
- * handed back to the system). A plain full collection left them mapped: after a run over 200,000 files the main heap
- * was 77 MiB, yet 460 MiB (first run) and 600 MiB (nothing changed) stayed resident, 1,868 mappings
- * of V8's 256 KiB pages; with this, 226 and 243 MiB. It takes ~100-115 ms at 20,000 and at 200,000
- * files (a plain one 45-50 ms at 20,000), spent while nothing runs. V8's own memory reducer did not
- * release them within 20 s.
+ * handed back to the system). A plain full collection left them mapped: after a run over 200,000
+ * files the main heap was 77 MiB, yet 460 MiB (first run) and 600 MiB (nothing changed) stayed
+ * resident, 1,868 mappings of V8's 256 KiB pages; with this, 226 and 243 MiB. It takes
+ * ~100-115 ms at 20,000 and at 200,000 files (a plain one 45-50 ms at 20,000), spent while nothing
+ * runs. V8's own memory reducer did not release them within 20 s.
  *
  * Why a second: the collection stops the event loop while it runs, and a client waiting for the
  * run (the console, a script polling the history) asks right after it settles; at once, its reply
