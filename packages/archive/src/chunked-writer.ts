@@ -144,6 +144,8 @@ const MAX_PACK_SIZE = 64 * MIB;
 const BUFFERS_AHEAD = 2;
 /** Packs whose store has not settled beyond the codec's parallelism (as the 0.1 writer). */
 const STORE_AHEAD = 5;
+/** Answers of `wouldReuse` kept until their records are added (far more than a read-ahead asks). */
+const REUSE_MEMO_MAX = 1024;
 
 /** After each pack is stored. */
 export interface PackEvent {
@@ -351,9 +353,17 @@ export class ChunkedRunWriter implements ChunkedWriter {
   private chunkRefs = 0;
   private newBytes = 0;
   private unchanged = 0;
-  /** The last record `wouldReuse` answered yes for, with its base record. */
-  private reusable: { name: string; change: string; size: number | undefined; prev: IndexEntry } | null =
-    null;
+  /**
+   * Records `wouldReuse` answered yes for and not yet added, by name, with their base record. A
+   * caller asks ahead of adding (the engine's read-ahead asks up to its concurrency, 8, records
+   * before it adds the first), so the last answer alone was never the record added next and every
+   * unchanged record was looked up twice. Bounded: past REUSE_MEMO_MAX the oldest answer is
+   * dropped (and looked up again if its record is added).
+   */
+  private readonly reusable = new Map<
+    string,
+    { change: string; size: number | undefined; prev: IndexEntry }
+  >();
 
   /** Large records' SHA-384 runs on the record-hash thread, reading their chunks in the pack buffer. */
   private readonly hasher: RecordHasher;
@@ -481,20 +491,33 @@ export class ChunkedRunWriter implements ChunkedWriter {
   }
 
   wouldReuse(record: { name: string; size?: number; change?: string }): boolean {
-    const prev = this.unchangedFrom(record.name, record);
-    this.reusable =
-      prev === null ? null : { name: record.name, change: record.change!, size: record.size, prev };
-    return prev !== null;
+    const prev = this.baseRecordFor(record.name, record);
+    if (prev === null) return false;
+    const memo = this.reusable;
+    memo.delete(record.name);
+    memo.set(record.name, { change: record.change!, size: record.size, prev });
+    if (memo.size > REUSE_MEMO_MAX) memo.delete(memo.keys().next().value!);
+    return true;
   }
 
-  /** The base record this one may reuse unread: same name, size and change token, every chunk held. */
+  /**
+   * The base record this one may reuse unread (same name, size and change token, every chunk
+   * held), as `wouldReuse` answered it when it was asked: a yes stays a yes within a run (the
+   * chunks held only grow), so it is not looked up again (a name lookup and two chunk lookups per
+   * chunk; profiled: 40-45 ms of a 20,000-file run with nothing changed).
+   */
   private unchangedFrom(name: string, record: { size?: number; change?: string }): IndexEntry | null {
+    const r = this.reusable.get(name);
+    if (r !== undefined) {
+      this.reusable.delete(name);
+      if (r.change === record.change && r.size === record.size) return r.prev;
+    }
+    return this.baseRecordFor(name, record);
+  }
+
+  /** The base record this one may reuse unread, looked up. */
+  private baseRecordFor(name: string, record: { size?: number; change?: string }): IndexEntry | null {
     if (record.change === undefined) return null;
-    // The record just asked about (`wouldReuse`) is usually the one added next: a yes stays a yes
-    // within a run (the chunks held only grow), so it is not looked up again (two map lookups per
-    // chunk; profiled: 40-45 ms of a 20,000-file run with nothing changed).
-    const r = this.reusable;
-    if (r !== null && r.name === name && r.change === record.change && r.size === record.size) return r.prev;
     const prev = this.c.baseRecords.get(name);
     if (prev === undefined || prev.change !== record.change || prev.chunks === undefined) return null;
     if (record.size !== undefined && record.size !== prev.size) return null;
@@ -522,10 +545,16 @@ export class ChunkedRunWriter implements ChunkedWriter {
     if (body instanceof Uint8Array) declared = body.length;
     // A large record is hashed on the record-hash thread chunk by chunk, from the pack buffer the
     // chunk was cut in (this thread meanwhile computes the chunk's id and reads on). The thread is
-    // started by the first such record (a run whose changes are all small never starts it), and
-    // boots while this one reads the record's first chunks.
-    const offload = this.hasher.offThread && declared !== undefined && declared >= OFFLOAD_MIN;
-    if (offload) this.hasher.warm();
+    // started by the first such record (a run whose changes are all small never starts it).
+    let offload = this.hasher.offThread && declared !== undefined && declared >= OFFLOAD_MIN;
+    if (offload && !this.hasher.ready) {
+      // The thread is not up (an idle engine stopped it): hashed here while it boots for the next
+      // large record. Offloaded, this record's duplicate chunks could not be overwritten in the
+      // pack buffer until the booting thread read them: a run whose one changed large file came
+      // first in the listing spent 100-130 ms of its 1.5 s waiting.
+      this.hasher.warm();
+      offload = false;
+    }
     const hash = offload ? null : createHash('sha384');
     const rec: Offloaded | null = offload ? { key: this.hasher.newKey(), begun: false } : null;
     const chunker = this.c.chunker;

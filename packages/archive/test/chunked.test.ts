@@ -327,6 +327,62 @@ t.test('addUnchanged takes a base record at once, or answers null and adds nothi
   t.ok(v.ok, 'the run verifies');
 });
 
+t.test(
+  'answers asked ahead are kept until their records are added, and never trusted for another token',
+  async (t) => {
+    const { store } = fsStore(t);
+    const k = keys();
+    // More records than the writer keeps answers for (1,024), so the oldest answers are dropped.
+    const n = 1_100;
+    const base = Array.from({ length: n }, (_, i) => ({
+      name: `r/${i}`,
+      body: text(40 + (i % 7), i),
+      change: `c${i}`,
+    }));
+    await writeRun(store, k, base);
+    const loaded = await loadChunkedBase(store, {
+      job: 'job-a',
+      runId: 'run-0001',
+      secretKey: k.operational.secretKey,
+    });
+    const w = await createChunkedWriter(
+      chunkedOptions(store, k, { runId: 'run-0002', prevRunId: 'run-0001', base: loaded! }),
+    );
+    // A read-ahead asks about every record before it adds the first.
+    for (const r of base)
+      t.equal(w.wouldReuse({ name: r.name, size: r.body.length, change: r.change }), true);
+    // An answer is for the token and size it was asked with: another one is looked up (and read).
+    t.equal(w.addUnchanged({ name: 'r/1099', size: base[1099]!.body.length, change: 'other' }), null);
+    t.equal(w.addUnchanged({ name: 'r/1098', size: 1, change: 'c1098' }), null);
+    const changed = new Set(['r/1099', 'r/1098']);
+    for (const r of base) {
+      if (changed.has(r.name)) continue;
+      const got = w.addUnchanged({ name: r.name, size: r.body.length, change: r.change });
+      if (got === null) t.fail(`${r.name} was not taken unread`);
+    }
+    await w.addRecord({ name: 'r/1099', body: text(99, 5), change: 'other' });
+    // The answer for r/1098 was consumed by the refusal above: asked without one, it is looked up.
+    await w.addRecord({
+      name: 'r/1098',
+      body: untouchable(),
+      size: base[1098]!.body.length,
+      change: 'c1098',
+    });
+    const summary = await w.finish();
+    t.match(summary, { records: n, unchangedRecords: n - 1 });
+    const v = await verifyRun(store, { job: 'job-a', runId: 'run-0002', secretKey: k.operational.secretKey });
+    t.ok(v.ok, 'the run verifies');
+    const run = await openRun(store, { job: 'job-a', runId: 'run-0002', secretKey: k.operational.secretKey });
+    const got = new Map((await readAll(run)).map((g) => [g.entry.name, Buffer.from(g.body)]));
+    t.ok(
+      got.get('r/0')!.equals(base[0]!.body),
+      'an answer dropped from the memo still restores its base bytes',
+    );
+    t.ok(got.get('r/1099')!.equals(text(99, 5)), 'the record with another token was read');
+    t.ok(got.get('r/1098')!.equals(base[1098]!.body));
+  },
+);
+
 t.test('metadata is refused over 64 KiB of JSON, accepted under it', async (t) => {
   const { store } = fsStore(t);
   const w = await createChunkedWriter(chunkedOptions(store, keys()));

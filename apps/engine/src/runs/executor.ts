@@ -147,6 +147,19 @@ const LARGE_SCRATCH = 2 * 1024 * 1024;
 
 /** Metadata values the archive index accepts: JSON scalars; anything else is kept as JSON text. */
 function scalarMetadata(m: Record<string, unknown>): Record<string, string | number | boolean | null> {
+  // Every connector's metadata is already scalars: then it is handed on as it is (the writer
+  // copies what it keeps), not copied per record (an entries array and a copy of every record's
+  // metadata were 9 of the 180 MiB a 20,000-file run with nothing changed allocates).
+  let scalar = true;
+  for (const k in m) {
+    if (!Object.hasOwn(m, k)) continue;
+    const v = m[k];
+    if (v === null || typeof v === 'string' || typeof v === 'boolean') continue;
+    if (typeof v === 'number' && Number.isFinite(v)) continue;
+    scalar = false;
+    break;
+  }
+  if (scalar) return m as Record<string, string | number | boolean | null>;
   const out: Record<string, string | number | boolean | null> = {};
   for (const [k, v] of Object.entries(m)) {
     if (v === undefined) continue;
@@ -509,15 +522,15 @@ async function feed(
       }
       const live = copies.live();
       const targets = live.every((l) => l.from <= at) ? live : live.filter((l) => l.from <= at);
-      const input = {
+      const input: Omit<RecordInput, 'body'> = {
         name: rec.name,
         size: rec.size,
         sourceType: rec.sourceType,
         binding: rec.binding,
         namespace: rec.namespace,
         metadata: scalarMetadata(rec.metadata),
-        ...(rec.change === undefined ? {} : { change: rec.change }),
       };
+      if (rec.change !== undefined) input.change = rec.change;
       // A record every lane takes unread is added at once (no promise per lane and record: on a
       // run with nothing changed that is every record).
       const results = unread(item)

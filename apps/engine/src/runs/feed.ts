@@ -74,7 +74,9 @@ interface Pending<T> {
   size: number;
   large: boolean;
   slot: Uint8Array | null;
-  promise: Promise<AheadItem<T>>;
+  /** The read in flight; null for an unread item, whose result is `ready`. */
+  promise: Promise<AheadItem<T>> | null;
+  ready: AheadItem<T> | null;
 }
 
 async function collect(stream: AsyncIterable<Uint8Array>): Promise<Uint8Array> {
@@ -111,8 +113,9 @@ export async function* readAhead<T>(
   }
   const start = (item: T): Pending<T> => {
     if (options.unread?.(item) === true) {
-      const promise = Promise.resolve<AheadItem<T>>({ item, body: EMPTY, error: null });
-      return { item, size: 0, large: false, slot: null, promise };
+      // No promise of its own: on a run with nothing changed every record is unread.
+      const ready = { item, body: EMPTY, error: null };
+      return { item, size: 0, large: false, slot: null, promise: null, ready };
     }
     const size = sizeOf(item);
     const small = size <= options.smallBytes;
@@ -128,7 +131,7 @@ export async function* readAhead<T>(
     })();
     // A rejected read is reported in order; never an unhandled rejection meanwhile.
     promise.catch(() => undefined);
-    return { item, size: small ? size : 0, large: !small, slot, promise };
+    return { item, size: small ? size : 0, large: !small, slot, promise, ready: null };
   };
   const it = items[Symbol.asyncIterator]();
   let done = false;
@@ -155,7 +158,7 @@ export async function* readAhead<T>(
       }
       const head = queue.shift();
       if (!head) return;
-      const result = await head.promise;
+      const result = head.ready ?? (await head.promise!);
       buffered -= head.size;
       yield result;
       // The consumer asked for the next item: it is done with this one's memory.
@@ -166,6 +169,7 @@ export async function* readAhead<T>(
     // Stopped early: let the reads in flight finish (they write into the slots) and close the
     // streams opened ahead, before the memory can serve another run.
     for (const p of queue) {
+      if (p.promise === null) continue;
       const r = await p.promise;
       if (r.body !== null && !(r.body instanceof Uint8Array))
         await (r.body as AsyncGenerator).return?.(undefined)?.catch(() => undefined);

@@ -105,12 +105,19 @@ export interface RecordHasher {
   forget(keys: number[]): void;
   /** Starts the thread now if it is not running, so the first request does not wait for it to boot. */
   warm(): void;
+  /**
+   * Whether a request would be served at once: the thread is running its code (or hashing is
+   * inline). A thread that is booting (about 100 ms on the reference machine, after an idle
+   * engine stopped it) would keep a writer waiting on its first ranges.
+   */
+  readonly ready: boolean;
 }
 
 let nextKey = 1;
 
 class InlineHasher implements RecordHasher {
   readonly offThread: boolean = false;
+  readonly ready: boolean = true;
   private readonly core = hashCore(nodeCrypto);
   warm(): void {}
   newKey(): number {
@@ -140,6 +147,8 @@ interface Pending {
 class WorkerHasher implements RecordHasher {
   readonly offThread: boolean = true;
   private worker: Worker | null = null;
+  /** The current thread runs its code ('online'). */
+  private online = false;
   private readonly pending = new Map<number, Pending>();
   /** Keys whose running hash lives on the thread (used, not yet ended or forgotten). */
   private readonly open = new Set<number>();
@@ -151,6 +160,10 @@ class WorkerHasher implements RecordHasher {
   private thread(): Worker {
     if (this.worker !== null) return this.worker;
     const worker = new Worker(WORKER_SOURCE, { eval: true });
+    this.online = false;
+    worker.once('online', () => {
+      if (this.worker === worker) this.online = true;
+    });
     worker.on('message', (msg: { id: number; r?: Parameters<typeof unpack>[0]; error?: string }) => {
       const p = this.pending.get(msg.id);
       if (!p) return;
@@ -211,6 +224,10 @@ class WorkerHasher implements RecordHasher {
     else this.worker?.postMessage({ forget: ops });
   }
 
+  get ready(): boolean {
+    return this.inline !== null || (this.worker !== null && this.online);
+  }
+
   warm(): void {
     if (this.worker !== null || this.inline !== null || this.failed) return;
     try {
@@ -227,6 +244,7 @@ class WorkerHasher implements RecordHasher {
     const worker = this.worker;
     if (worker === null || this.pending.size > 0 || this.open.size > 0) return false;
     this.worker = null;
+    this.online = false;
     void worker.terminate();
     return true;
   }
