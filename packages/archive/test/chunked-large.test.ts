@@ -8,13 +8,21 @@ import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
-import { createChunkedWriter, openRun, type RecordInput, verifyRun } from '../src/index.ts';
+import { createChunkedWriter, openRun, type RecordInput, stopIdleWorkers, verifyRun } from '../src/index.ts';
+import { recordHasher } from '../src/internal/record-hash.ts';
 import { fsStore, keys, pseudoRandom, readAll, writerOptions } from './helpers.ts';
 
 const MIB = 1024 * 1024;
 
 function sha384(b: Uint8Array): string {
   return `sha384:${createHash('sha384').update(b).digest('hex')}`;
+}
+
+/** Starts the record-hash thread and waits until it runs: a writer hands large records only to a running one. */
+async function hashThreadUp(): Promise<void> {
+  const hasher = recordHasher(true);
+  hasher.warm();
+  while (!hasher.ready) await new Promise((r) => setTimeout(r, 5));
 }
 
 /** A body yielded in `piece`-byte pieces, as a streaming source would. */
@@ -52,6 +60,7 @@ t.test(
     ];
     // Packs of 2 MiB: records span packs, so packs are sealed while a record's hash is still running.
     const w = await createChunkedWriter({ ...writerOptions(store, k), packSize: 2 * MIB, workers: 1 });
+    await hashThreadUp();
     for (const r of records) {
       const got = await w.addRecord(r);
       t.equal(got.sha384, sha384(bodies[r.name]!), `${r.name}: the digest is the SHA-384 of its bytes`);
@@ -111,6 +120,41 @@ t.test(
       t.match(bad.failure?.object, summary.packIds[which]!);
       writeFileSync(path, original);
     }
+  },
+);
+
+t.test(
+  'a large record met while the record-hash thread is stopped is hashed on the writer thread, which starts it for the next',
+  async (t) => {
+    const { store } = fsStore(t);
+    const k = keys();
+    const a = pseudoRandom(3 * MIB, 31);
+    stopIdleWorkers();
+    const hasher = recordHasher(true);
+    t.equal(hasher.ready, false, 'no record-hash thread runs');
+    // The requests the writer hands to the thread, counted on the process's one hasher.
+    let requests = 0;
+    const run = hasher.run;
+    hasher.run = (buf, ops) => {
+      requests++;
+      return run.call(hasher, buf, ops);
+    };
+    t.teardown(() => {
+      hasher.run = run;
+    });
+    const w = await createChunkedWriter({ ...writerOptions(store, k), packSize: 2 * MIB, workers: 1 });
+    const first = await w.addRecord({ name: 'a', body: pieces(a, 64 * 1024), size: a.length });
+    t.equal(first.sha384, sha384(a), 'the first large record: the SHA-384 of its bytes');
+    t.equal(requests, 0, 'hashed on the writer thread, nothing asked of the one booting');
+    while (!hasher.ready) await new Promise((r) => setTimeout(r, 5));
+    t.pass('the thread was started by that record');
+    // Every chunk a duplicate of the first record's, hashed on the thread now.
+    const again = await w.addRecord({ name: 'a-again', body: pieces(a, 1024 * 1024), size: a.length });
+    t.equal(again.sha384, sha384(a));
+    t.ok(requests > 0, `the next large record went to the running thread (${requests} requests)`);
+    await w.finish();
+    const v = await verifyRun(store, { job: 'job-a', runId: 'run-0001', secretKey: k.breakGlass.secretKey });
+    t.ok(v.ok, 'the run verifies');
   },
 );
 
