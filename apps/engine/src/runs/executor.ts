@@ -10,7 +10,7 @@
  *     checkpoint (finished shards are never rewritten), or skip it when its manifest is already
  *     sealed (a crash between seal and read-back), or start a fresh writer. A job with
  *     `incremental: true` gets a chunked (format 0.2) writer built on the destination's latest
- *     `ok` run (chunkedBaseFor); its checkpoint holds the chunk key and base and describes the
+ *     `ok` run (bases.ts `chunkedBaseFor`); its checkpoint holds the chunk key and base and describes the
  *     packs stored so far, so a new attempt feeds every record again and stores none twice.
  *  3. `feed`: enumerate the source; records the checkpoint already holds are skipped without being read
  *     (the last one's name must line up, else `resume state divergent`); the rest are read with
@@ -30,15 +30,10 @@
  * record names or bytes.
  */
 import {
-  type ChunkedBase,
   createArchiveWriter,
   createChunkedWriter,
-  isArchiveError,
-  isChunkedBaseCurrent,
   isChunkedCheckpoint,
   layout,
-  listRuns,
-  loadChunkedBase,
   type RecordInput,
   type RecordResult,
   resumeArchiveWriter,
@@ -49,20 +44,14 @@ import type { ObjectStore } from '@coffer/objectstore';
 import type { HeldLease, RunRecord, State } from '@coffer/state';
 import { jobDestinations, type RunJob } from '../jobs/index.ts';
 import type { ChunkedBaseCache } from './base-cache.ts';
+import { chunkedBaseFor, unchangedSince } from './bases.ts';
 import { decodeCheckpoint, nameMark, type RunCheckpoint, type VanishedMark } from './checkpoint.ts';
 import { CheckpointSaver } from './checkpoint-saver.ts';
 import { Copies, type DestinationStates, isDestinationFault, type Lane } from './copies.ts';
 import { giveReadMemory, readAhead, takeReadMemory } from './feed.ts';
 import { type Classification, classifyFailure, RunError } from './reasons.ts';
 import { isSkippedEntry, type RunSource, type RunSourceRecord, selectorOf } from './source.ts';
-import {
-  archiveOf,
-  archivePresent,
-  FINGERPRINTABLE,
-  fingerprintOf,
-  listingFingerprint,
-  SourceFingerprint,
-} from './unchanged.ts';
+import { FINGERPRINTABLE, SourceFingerprint } from './unchanged.ts';
 
 export interface RunKeys {
   signer: { secretKey: Uint8Array; publicKey: Uint8Array };
@@ -648,90 +637,4 @@ async function readBack({ deps, job, run, copies }: Attempt): Promise<{ records:
     }
   }
   return { records, bytes };
-}
-
-/**
- * The unchanged-source check: the latest `ok` run's fingerprint equals the source's listing now,
- * and the archive holding it is present (signed by this engine, every shard at its size) on every
- * destination. Null otherwise (the run then backs up in full); never throws for a store fault.
- */
-async function unchangedSince(
-  deps: ExecutorDeps,
-  job: RunJob,
-  run: RunRecord,
-  source: RunSource,
-  destIds: string[],
-  signal: AbortSignal,
-): Promise<{ prev: RunRecord; base: string; fingerprint: string } | null> {
-  if (!FINGERPRINTABLE.has(source.type) || run.prevRunId === null) return null;
-  const prev = await deps.state.runs.get(run.prevRunId);
-  if (prev?.status !== 'ok' || prev.prunedAt !== null) return null;
-  const before = fingerprintOf(prev);
-  if (before === null) return null;
-  const now = await listingFingerprint(source, job.source, destIds, selectorOf(job.source), signal);
-  if (now !== before) return null;
-  const base = archiveOf(prev);
-  for (const id of destIds) {
-    const store = deps.destinations.get(id);
-    if (!store || !(await archivePresent(store, job.id, base, deps.keys.signer.publicKey))) return null;
-  }
-  return { prev, base, fingerprint: now };
-}
-
-/** Base runs tried, newest first, before an incremental run gives up and stores everything. */
-const BASE_CANDIDATES = 5;
-
-/**
- * The base of an incremental run on one destination: its newest run that the state records `ok`
- * and whose manifest and index verify (signed by this engine), opened with the operational key.
- * A base that does not open is passed over (logged); none: null, and the run stores every chunk
- * under a fresh chunk key. A destination fault (throttle, unreachable) is thrown.
- */
-async function chunkedBaseFor(
-  deps: ExecutorDeps,
-  store: ObjectStore,
-  job: RunJob,
-  run: RunRecord,
-): Promise<ChunkedBase | null> {
-  const listed = (await listRuns(store, job.id)).filter((r) => r.runId !== run.id);
-  listed.sort((a, b) => (b.lastModified?.getTime() ?? 0) - (a.lastModified?.getTime() ?? 0));
-  let tried = 0;
-  for (const r of listed) {
-    if (tried >= BASE_CANDIDATES) break;
-    const rec = await deps.state.runs.get(r.runId);
-    if (rec?.status !== 'ok' || rec.prunedAt !== null) continue;
-    tried++;
-    try {
-      const kept = deps.baseCache?.take(store, job.id, r.runId, deps.keys.operational.publicKey) ?? null;
-      const current = kept !== null && (await isChunkedBaseCurrent(store, kept));
-      if (kept !== null) {
-        deps.log.info(
-          { event: 'incremental-base', job: job.id, runId: run.id, base: r.runId, kept: current },
-          current
-            ? `run ${run.id}: builds on ${r.runId} as its read-back left it`
-            : `run ${run.id}: the pack indexes changed since ${r.runId} was read back; loading it again`,
-        );
-      }
-      if (current) return kept;
-      return await loadChunkedBase(store, {
-        job: job.id,
-        runId: r.runId,
-        secretKey: deps.keys.operational.secretKey,
-        signerPublicKey: deps.keys.signer.publicKey,
-      });
-    } catch (err) {
-      if (isArchiveError(err) && err.code === 'ERR_ARCHIVE_DESTINATION') throw err;
-      deps.log.warn(
-        {
-          event: 'incremental-base-skipped',
-          job: job.id,
-          runId: run.id,
-          base: r.runId,
-          code: isArchiveError(err) ? err.code : 'ERR_UNKNOWN',
-        },
-        `run ${run.id}: base ${r.runId} does not open; trying an older one`,
-      );
-    }
-  }
-  return null;
 }
