@@ -10,19 +10,12 @@ import { join } from 'node:path';
 import t from 'tap';
 import { createChunkedWriter, openRun, type RecordInput, stopIdleWorkers, verifyRun } from '../src/index.ts';
 import { recordHasher } from '../src/internal/record-hash.ts';
-import { fsStore, keys, pseudoRandom, readAll, writerOptions } from './helpers.ts';
+import { fsStore, hashThreadUp, keys, pseudoRandom, readAll, writerOptions } from './helpers.ts';
 
 const MIB = 1024 * 1024;
 
 function sha384(b: Uint8Array): string {
   return `sha384:${createHash('sha384').update(b).digest('hex')}`;
-}
-
-/** Starts the record-hash thread and waits until it runs: a writer hands large records only to a running one. */
-async function hashThreadUp(): Promise<void> {
-  const hasher = recordHasher(true);
-  hasher.warm();
-  while (!hasher.ready) await new Promise((r) => setTimeout(r, 5));
 }
 
 /** A body yielded in `piece`-byte pieces, as a streaming source would. */

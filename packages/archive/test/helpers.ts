@@ -11,6 +11,7 @@ import {
   type RecordInput,
   type RunSummary,
 } from '../src/index.ts';
+import { BEGIN, END, recordHasher } from '../src/internal/record-hash.ts';
 
 export interface Keys {
   signer: SignerKeyPair;
@@ -117,4 +118,19 @@ export function text(n: number, seed = 1): Uint8Array {
     i++;
   }
   return new TextEncoder().encode(parts.join('')).subarray(0, n);
+}
+
+/**
+ * Starts the record-hash thread, waits until it runs and warms it with a few requests. A writer
+ * hands large records only to a running thread (one still booting would keep it waiting), so a
+ * test about what happens on the thread starts it first; and a test counting the buffers a reader
+ * holds while the thread hashes measures it warm, as a thread that has served a writer is (a cold
+ * one's first requests take longer, and under load a verify then held 6-7 buffers instead of 5).
+ */
+export async function hashThreadUp(): Promise<void> {
+  const hasher = recordHasher(true);
+  hasher.warm();
+  while (!hasher.ready) await new Promise((r) => setTimeout(r, 5));
+  const buf = new Uint8Array(new SharedArrayBuffer(256 * 1024));
+  for (let i = 0; i < 32; i++) await hasher.run(buf, [hasher.newKey(), 0, buf.length, BEGIN | END]);
 }

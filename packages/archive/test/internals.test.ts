@@ -28,7 +28,15 @@ import { tableBytes } from '../src/internal/pack-codec.ts';
 import { BEGIN, END, PREFIX, recordHasher } from '../src/internal/record-hash.ts';
 import { runBinding, runTag, sessionSalt } from '../src/internal/run-binding.ts';
 import { sealLines } from '../src/internal/sealed-lines.ts';
-import { chunkedOptions, fsStore, keys, pseudoRandom, runEntries, writerOptions } from './helpers.ts';
+import {
+  chunkedOptions,
+  fsStore,
+  hashThreadUp,
+  keys,
+  pseudoRandom,
+  runEntries,
+  writerOptions,
+} from './helpers.ts';
 
 t.test('buffer pool: bounded, FIFO back-pressure, ownership checks', async (t) => {
   const pool = new BufferPool({ size: 1024, count: 2 });
@@ -157,14 +165,18 @@ t.test(
     const run = { job: summary.job, runId: summary.runId, secretKey: k.operational.secretKey, workers: 1 };
 
     dropSpareBuffers();
+    // The writer hashed the big record itself while the thread booted; the verify is measured with
+    // the thread running (one still booting holds a buffer more while its first requests wait).
+    await hashThreadUp();
     const verdict = await verifyRun(store, run);
     t.ok(verdict.ok, 'the full verify passes');
     t.equal(verdict.checks.records, 3);
     // Its pool's buffers go to the cache when it ends (at most 8 kept): what it allocated.
     const verifyBuffers = spareBuffers();
-    // With one worker: the pack in use, two opened ahead, two being hashed; not one per pack of the
-    // big record (the cache would then hold its maximum, 8).
-    t.ok(verifyBuffers <= 5, `the verify used ${verifyBuffers} pack buffers`);
+    // With one worker: the pack in use, two opened ahead, two being hashed (4-5 on a quiet
+    // machine; a hash thread slowed by other work holds one or two more: 6-7 seen with the tests
+    // run twice at once); not one per pack of the big record, which the cache's maximum, 8, shows.
+    t.ok(verifyBuffers < 8, `the verify used ${verifyBuffers} pack buffers`);
 
     dropSpareBuffers();
     const opened = await openRun(store, run);

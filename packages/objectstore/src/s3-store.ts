@@ -19,19 +19,7 @@
  *   else -> FAULT. Messages name the operation, key, store description, S3 Code and HTTP status;
  *   never credentials, signatures or the server's own message text.
  */
-import {
-  AbortMultipartUploadCommand,
-  CompleteMultipartUploadCommand,
-  CreateMultipartUploadCommand,
-  DeleteObjectCommand,
-  GetObjectCommand,
-  HeadObjectCommand,
-  ListObjectsV2Command,
-  PutObjectCommand,
-  S3Client,
-  type S3ClientConfig,
-  UploadPartCommand,
-} from '@aws-sdk/client-s3';
+import type { S3Client, S3ClientConfig } from '@aws-sdk/client-s3';
 import { ObjectStoreError } from './errors.ts';
 import { chunksOf, SourceError } from './internal/body.ts';
 import {
@@ -57,6 +45,23 @@ import type {
   ObjectStore,
   PutOptions,
 } from './types.ts';
+
+type Sdk = typeof import('@aws-sdk/client-s3');
+let loading: Promise<Sdk> | null = null;
+
+/**
+ * The AWS SDK, loaded when the first S3 store makes its first request, not when this package is
+ * imported: a process with no S3 destination or source never loads it (about 6 MiB of heap and
+ * 30 MiB resident in the engine, which imports this package whatever its destinations). A load
+ * that fails is tried again at the next request.
+ */
+function loadSdk(): Promise<Sdk> {
+  loading ??= import('@aws-sdk/client-s3').catch((e: unknown) => {
+    loading = null;
+    throw e;
+  });
+  return loading;
+}
 
 export interface S3StoreOptions {
   bucket: string;
@@ -114,7 +119,7 @@ export function createS3Store(options: S3StoreOptions): ObjectStore {
   };
   if (options.endpoint !== undefined) config.endpoint = options.endpoint;
   if (options.credentials !== undefined) config.credentials = { ...options.credentials };
-  return new S3Store(new S3Client(config), bucket, prefix, partSize);
+  return new S3Store(config, bucket, prefix, partSize);
 }
 
 interface SdkError {
@@ -180,13 +185,14 @@ export function mapS3Error(
 
 class S3Store implements ObjectStore {
   readonly description: string;
-  readonly #client: S3Client;
+  readonly #config: S3ClientConfig;
+  #s3: { client: S3Client; sdk: Sdk } | null = null;
   readonly #bucket: string;
   readonly #prefix: string;
   readonly #partSize: number;
 
-  constructor(client: S3Client, bucket: string, prefix: string, partSize: number) {
-    this.#client = client;
+  constructor(config: S3ClientConfig, bucket: string, prefix: string, partSize: number) {
+    this.#config = config;
     this.#bucket = bucket;
     this.#prefix = prefix === '' ? '' : `${prefix}/`;
     this.#partSize = partSize;
@@ -195,6 +201,15 @@ class S3Store implements ObjectStore {
 
   #full(key: string): string {
     return this.#prefix + validateKey(key, this.description);
+  }
+
+  /** The SDK and this store's client, made at its first request (loadSdk). */
+  async #sdk(): Promise<{ client: S3Client; sdk: Sdk }> {
+    if (this.#s3 === null) {
+      const sdk = await loadSdk();
+      this.#s3 ??= { client: new sdk.S3Client(this.#config), sdk };
+    }
+    return this.#s3;
   }
 
   #fail(err: unknown, op: string, key: string | undefined): ObjectStoreError {
@@ -223,6 +238,7 @@ class S3Store implements ObjectStore {
     let total = 0;
     let upload: { id: string; parts: { PartNumber: number; ETag: string }[] } | undefined;
     try {
+      const { client, sdk } = await this.#sdk();
       for await (const chunk of chunksOf(body)) {
         total += chunk.byteLength;
         if (contentLength !== undefined && total > contentLength) throw this.#lengthMismatch(key);
@@ -244,8 +260,8 @@ class S3Store implements ObjectStore {
       if (filled > 0 || upload.parts.length === 0) {
         await this.#uploadPart(key, full, upload, buffer.subarray(0, filled));
       }
-      const done = await this.#client.send(
-        new CompleteMultipartUploadCommand({
+      const done = await client.send(
+        new sdk.CompleteMultipartUploadCommand({
           Bucket: this.#bucket,
           Key: full,
           UploadId: upload.id,
@@ -256,10 +272,12 @@ class S3Store implements ObjectStore {
       upload = undefined;
       return done.ETag ? { etag: done.ETag } : {};
     } catch (err) {
-      if (upload !== undefined) {
+      // An upload was started: the SDK is loaded.
+      const s3 = this.#s3;
+      if (upload !== undefined && s3 !== null) {
         const id = upload.id;
-        await this.#client
-          .send(new AbortMultipartUploadCommand({ Bucket: this.#bucket, Key: full, UploadId: id }))
+        await s3.client
+          .send(new s3.sdk.AbortMultipartUploadCommand({ Bucket: this.#bucket, Key: full, UploadId: id }))
           .catch(() => {});
       }
       if (err instanceof SourceError) throw err.original;
@@ -282,8 +300,9 @@ class S3Store implements ObjectStore {
     options: PutOptions,
   ): Promise<{ etag?: string }> {
     try {
-      const out = await this.#client.send(
-        new PutObjectCommand({
+      const { client, sdk } = await this.#sdk();
+      const out = await client.send(
+        new sdk.PutObjectCommand({
           Bucket: this.#bucket,
           Key: full,
           Body: bytes,
@@ -311,8 +330,9 @@ class S3Store implements ObjectStore {
         { key, storeCode: 'PreconditionFailed' },
       );
     }
-    const out = await this.#client.send(
-      new CreateMultipartUploadCommand({
+    const { client, sdk } = await this.#sdk();
+    const out = await client.send(
+      new sdk.CreateMultipartUploadCommand({
         Bucket: this.#bucket,
         Key: full,
         ...(options.contentType === undefined ? {} : { ContentType: options.contentType }),
@@ -344,8 +364,9 @@ class S3Store implements ObjectStore {
         { key, storeCode: 'TooManyParts' },
       );
     }
-    const out = await this.#client.send(
-      new UploadPartCommand({
+    const { client, sdk } = await this.#sdk();
+    const out = await client.send(
+      new sdk.UploadPartCommand({
         Bucket: this.#bucket,
         Key: full,
         UploadId: upload.id,
@@ -355,6 +376,19 @@ class S3Store implements ObjectStore {
       }),
     );
     upload.parts.push({ PartNumber, ETag: out.ETag ?? '' });
+  }
+
+  /** One GetObject request for `full`, ranged when asked (get, getStream). */
+  async #getObject(full: string, range: ByteRange | undefined) {
+    const Range = this.#rangeHeader(range);
+    const { client, sdk } = await this.#sdk();
+    return client.send(
+      new sdk.GetObjectCommand({
+        Bucket: this.#bucket,
+        Key: full,
+        ...(Range === undefined ? {} : { Range }),
+      }),
+    );
   }
 
   #rangeHeader(range: ByteRange | undefined): string | undefined {
@@ -368,10 +402,7 @@ class S3Store implements ObjectStore {
     const max = options?.maxBytes;
     checkMaxBytes(max, key);
     try {
-      const Range = this.#rangeHeader(range);
-      const out = await this.#client.send(
-        new GetObjectCommand({ Bucket: this.#bucket, Key: full, ...(Range === undefined ? {} : { Range }) }),
-      );
+      const out = await this.#getObject(full, range);
       if (out.Body === undefined) return new Uint8Array(0);
       const bytes =
         max === undefined
@@ -420,10 +451,7 @@ class S3Store implements ObjectStore {
     checkRange(range, key, this.description);
     let body: AsyncIterable<Uint8Array> | undefined;
     try {
-      const Range = this.#rangeHeader(range);
-      const out = await this.#client.send(
-        new GetObjectCommand({ Bucket: this.#bucket, Key: full, ...(Range === undefined ? {} : { Range }) }),
-      );
+      const out = await this.#getObject(full, range);
       body = out.Body as AsyncIterable<Uint8Array> | undefined;
     } catch (err) {
       throw this.#fail(err, 'get', key);
@@ -444,7 +472,8 @@ class S3Store implements ObjectStore {
   async head(key: string): Promise<ObjectInfo | null> {
     const full = this.#full(key);
     try {
-      const out = await this.#client.send(new HeadObjectCommand({ Bucket: this.#bucket, Key: full }));
+      const { client, sdk } = await this.#sdk();
+      const out = await client.send(new sdk.HeadObjectCommand({ Bucket: this.#bucket, Key: full }));
       const info: ObjectInfo = { key, size: out.ContentLength ?? 0 };
       if (out.ETag !== undefined) info.etag = out.ETag;
       if (out.LastModified !== undefined) info.lastModified = out.LastModified;
@@ -462,8 +491,9 @@ class S3Store implements ObjectStore {
     const limit = listLimit(options.limit, this.description);
     const cursor = options.cursor === undefined ? undefined : decodeCursor(options.cursor, this.description);
     try {
-      const out = await this.#client.send(
-        new ListObjectsV2Command({
+      const { client, sdk } = await this.#sdk();
+      const out = await client.send(
+        new sdk.ListObjectsV2Command({
           Bucket: this.#bucket,
           Prefix: this.#prefix + prefix,
           MaxKeys: limit,
@@ -498,7 +528,8 @@ class S3Store implements ObjectStore {
   async delete(key: string): Promise<void> {
     const full = this.#full(key);
     try {
-      await this.#client.send(new DeleteObjectCommand({ Bucket: this.#bucket, Key: full }));
+      const { client, sdk } = await this.#sdk();
+      await client.send(new sdk.DeleteObjectCommand({ Bucket: this.#bucket, Key: full }));
     } catch (err) {
       const mapped = this.#fail(err, 'delete', key);
       if (mapped.code === 'ERR_OBJECTSTORE_NOT_FOUND') return;

@@ -6,7 +6,6 @@
 import { rm } from 'node:fs/promises';
 import { createS3Store } from '@coffer/objectstore';
 import type { S3SourceConfig } from '@coffer/sources';
-import { Redis } from 'ioredis';
 
 /** Glob-escapes `s` for a Redis MATCH pattern (so a prefix matches itself only). */
 function globEscape(s: string): string {
@@ -16,6 +15,8 @@ function globEscape(s: string): string {
 /** Deletes every key starting with `prefix` (non-empty) in database `db` of the server at `url`. */
 export async function removeRedisScratch(url: string, db: number, prefix: string): Promise<number> {
   if (prefix === '') throw new Error('refusing to remove a redis scratch namespace without a prefix');
+  // Loaded here, not with this package: only a redis drill target needs it.
+  const { Redis } = await import('ioredis');
   const client = new Redis(url, { db, lazyConnect: true, maxRetriesPerRequest: 2 });
   let removed = 0;
   try {

@@ -30,11 +30,16 @@ import {
   type SourceConfig,
   type SourceConnector,
 } from '@coffer/sources';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { redisValueMatches } from './drill-redis.ts';
 import { codeOf } from './errors.ts';
 import { readVerified } from './plan.ts';
 import { unsafeFileName } from './target.ts';
+
+/** ioredis, loaded by the first redis drill rather than with this package (about 2.3 MiB of heap). */
+async function redisClass(): Promise<typeof import('ioredis').Redis> {
+  return (await import('ioredis')).Redis;
+}
 
 export interface DrillScratch {
   /** Directory for files and sqlite drills (a fresh sub-directory is made and removed). */
@@ -132,13 +137,17 @@ async function scratchFor(sourceType: string, scratch: DrillScratch, id: string)
         equivalent: async (name, archived) => {
           const key = redisNameToKey(name);
           if (key === null) return false;
-          compare ??= new Redis(r.url, { db: r.db ?? 0, maxRetriesPerRequest: 2 });
+          compare ??= new (await redisClass())(r.url, { db: r.db ?? 0, maxRetriesPerRequest: 2 });
           // The temporary key lies under the scratch prefix, so the cleanup below also removes it.
           return redisValueMatches(compare, key, archived, `${prefix}~compare:`);
         },
         cleanup: async () => {
           compare?.disconnect();
-          const client = new Redis(r.url, { db: r.db ?? 0, lazyConnect: true, maxRetriesPerRequest: 2 });
+          const client = new (await redisClass())(r.url, {
+            db: r.db ?? 0,
+            lazyConnect: true,
+            maxRetriesPerRequest: 2,
+          });
           try {
             await client.connect();
             let cursor = '0';

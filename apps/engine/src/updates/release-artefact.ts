@@ -9,7 +9,6 @@
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { UpdateError } from '@coffer/update';
-import { extract } from 'tar';
 
 export const MAX_ENTRIES = 20_000;
 export const MAX_UNPACKED = 1024 * 1024 * 1024;
@@ -20,6 +19,9 @@ export async function unpackEngineRelease(artefactPath: string, releaseDir: stri
   let entries = 0;
   let bytes = 0;
   let refused: string | null = null;
+  // Loaded here, by its static name (a bundled release carries it): an engine that never unpacks a
+  // release never loads it (about 1.6 MiB of heap).
+  const { extract } = await import('tar');
   try {
     await extract({
       file: artefactPath,
