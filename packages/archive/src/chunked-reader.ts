@@ -25,8 +25,8 @@ import {
   withSeq,
 } from './internal/chunked-index.ts';
 import { type FrameCodec, frameCodec, inlineCodec, laneCodec } from './internal/codec-pool.ts';
-import { INDEX_FORMAT } from './internal/index-codec.ts';
-import { KnownLines, ownCopy } from './internal/known-lines.ts';
+import { flatLine, INDEX_FORMAT } from './internal/index-codec.ts';
+import { KnownLines } from './internal/known-lines.ts';
 import { chunkKeyAad } from './internal/manifest.ts';
 import { describePack, openPack } from './internal/pack-codec.ts';
 import { runBinding, runTag } from './internal/run-binding.ts';
@@ -121,7 +121,7 @@ export async function openChunkedIndex(
     runTag(doc.job, doc.runId),
     // A line equal to a known one is kept as the known string as its frame opens, so the frames'
     // decoded text need not all stay alive at once (a run with nothing changed drops each). A line
-    // not known is kept as a copy of its own (`ownCopy`), not as a slice of its frame: the records
+    // not known is kept as a copy of its own (`flatLine`), not as a slice of its frame: the records
     // built on it become the next run's base, whose known lines are carried on run after run, so
     // a slice kept a whole frame (about 1 MiB) alive for one changed line, and every run with a
     // few changes spread over the listing kept all of its frames (8 MiB more per run with 1 %
@@ -137,7 +137,7 @@ export async function openChunkedIndex(
           }
           if (at > records) return line;
           const found = matcher.find(line);
-          if (found === null) return ownCopy(line);
+          if (found === null) return flatLine(line);
           same[at - 1] = found.entry;
           return found.line;
         },

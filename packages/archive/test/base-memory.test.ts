@@ -1,7 +1,7 @@
 /**
  * What a kept base holds: a run's read-back on its base keeps the records it shares with it, and
  * a changed record's line as a string of its own, not as a slice of the index frame it was
- * decoded from (internal/known-lines.ts `ownCopy`). A base is carried from run to run for as long as the
+ * decoded from (internal/index-codec.ts `flatLine`). A base is carried from run to run for as long as the
  * engine lives, so a slice kept its whole frame (up to 1 MiB) alive for one changed line, and a
  * run with changes spread over its listing kept every frame of its index.
  */
@@ -15,7 +15,7 @@ import {
   type RecordInput,
   verifyRun,
 } from '../src/index.ts';
-import { ownCopy } from '../src/internal/known-lines.ts';
+import { flatLine } from '../src/internal/index-codec.ts';
 import { chunkedOptions, fsStore, keys, text } from './helpers.ts';
 
 setFlagsFromString('--expose-gc');
@@ -38,9 +38,9 @@ const wide = (changed: ReadonlySet<number> = new Set()): RecordInput[] =>
     metadata: { note: `${i}`.padEnd(5_000, 'x') },
   }));
 
-t.test('ownCopy returns an equal string', async (t) => {
+t.test('flatLine returns an equal string', async (t) => {
   for (const s of ['', 'a', 'x'.repeat(12), 'y'.repeat(13), `{"name":"é✓"}`.repeat(40)])
-    t.equal(ownCopy(s), s);
+    t.equal(flatLine(s), s);
 });
 
 t.test('a base read back on its base holds a changed line without its frame', async (t) => {

@@ -56,13 +56,3 @@ export class KnownLines {
     return { line: this.#lines[i]!, entry };
   }
 }
-
-/**
- * An equal string that holds its own characters, whatever `line` is a slice of. V8 keeps a
- * substring of 13 or more characters as a reference into its parent (here a frame's decoded text);
- * slicing a fresh concatenation flattens it into a string of the line's size first, and that is
- * all the result keeps alive.
- */
-export function ownCopy(line: string): string {
-  return ` ${line}`.slice(1);
-}
