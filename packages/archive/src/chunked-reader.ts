@@ -51,6 +51,13 @@ import type {
 const PACK_CACHE = 4;
 /** Packs opened ahead of the one being read (the cache holds them and the current one). */
 const PREFETCH = 2;
+/**
+ * Buffers of a writer's read-back beyond one per lane. One, not PREFETCH: each lane always has its
+ * next pack read in while it opens one, and the read-back runs at the end of a first run, when
+ * the run's memory peaks. Measured on a 1 GiB first run (2 vCPUs, three runs each): peak RSS
+ * 233-240 MiB against 240-253 MiB with two, no slower.
+ */
+const READ_BACK_AHEAD = 1;
 const DEFAULT_MAX_RECORD_BYTES = 64 * 1024 * 1024;
 /** The largest pack a reader accepts when no pack index gives its size: 64 MiB + 8 MiB + table + frame. */
 const PACK_MAX_BYTES = 80 * 1024 * 1024;
@@ -642,7 +649,7 @@ export class ChunkedRunReader implements OpenedRun {
     // Shared whenever a worker opens the packs: a plain buffer would be copied there and back.
     const pool = new BufferPool({
       size,
-      count: lanes + PREFETCH,
+      count: lanes + READ_BACK_AHEAD,
       shared: this.codec !== inlineCodec,
     });
     const opening: { pack: string; buf: Promise<Uint8Array>; plain: Promise<Uint8Array> }[] = [];

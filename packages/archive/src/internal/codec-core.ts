@@ -376,6 +376,14 @@ export function codecCore(crypto: typeof NodeCrypto, zlib: typeof NodeZlib): Cod
     };
   }
 
+  /**
+   * Whether decrypting `frame` into `out` piece by piece never overwrites ciphertext not yet read:
+   * another buffer, or `out` starting no later than the frame's payload.
+   */
+  function inPlace(out: Uint8Array, frame: Uint8Array): boolean {
+    return out.buffer !== frame.buffer || out.byteOffset <= frame.byteOffset + HEADER;
+  }
+
   function openBytes(m: OpenMessage, check: ChunkCheck | null): OpenResult {
     const f = Buffer.from(m.frame.buffer, m.frame.byteOffset, m.frame.byteLength);
     if (m.digest !== null) {
@@ -400,7 +408,10 @@ export function codecCore(crypto: typeof NodeCrypto, zlib: typeof NodeZlib): Cod
     decipher.setAAD(Buffer.concat([LABEL, f.subarray(0, HEADER), m.binding]));
     decipher.setAuthTag(f.subarray(HEADER + stored));
     let payload: Buffer;
-    if (m.out !== null && m.out.byteLength >= stored && !zstd) {
+    if (m.out !== null && m.out.byteLength >= stored && inPlace(m.out, f)) {
+      // Each piece's plaintext lands in `out` at or before where its ciphertext was read from. A
+      // compressed payload too: it is inflated into a buffer of its own and only then copied
+      // over itself, so no scratch buffer per thread stays allocated for the next pack.
       payload = Buffer.from(m.out.buffer, m.out.byteOffset, stored);
     } else if (m.out !== null && zstd) {
       if (scratch === null || scratch.length < stored) scratch = Buffer.allocUnsafeSlow(Math.max(stored, 1));

@@ -157,7 +157,7 @@ export async function openPack(
     digest: line === null ? null : parsePackDigest(line.sha256),
     plainLength: line?.plainSize ?? null,
     // Opened in place: each piece's plaintext lands where its ciphertext was read from, minus
-    // the header (a compressed payload goes through the codec's scratch first).
+    // the header (a compressed payload is then inflated and copied over itself).
     out: into !== undefined && line !== null ? into.subarray(0, line.plainSize) : null,
     chunks: check === undefined ? null : chunkCheck(keys, check.chunks),
   });
