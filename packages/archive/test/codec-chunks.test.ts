@@ -207,7 +207,7 @@ t.test('a bad tag is reported before any chunk', async (t) => {
 });
 
 t.test(
-  'a compressed frame opened in its own buffer: plaintext and verdicts as with a separate one, no scratch kept',
+  'a compressed frame opened in the buffer it was read into: its plaintext and verdicts, and no scratch kept',
   async (t) => {
     // Half random, half text: about half of it is stored, so a per-thread scratch copy of the
     // payload would stay allocated at about 2 MiB.
@@ -256,10 +256,12 @@ t.test(
       'chunk@1',
       'a wrong chunk id is found',
     );
+    // A byte of the payload's last piece flipped (the digest check skipped): the tag fails, and
+    // nothing decrypted in place is handed over.
     const flipped = Buffer.from(sealed.frame);
     flipped[flipped.length - 20]! ^= 1;
     const m = inItsOwnBuffer(flipped, null);
     m.digest = null;
-    t.equal(verdict(fresh.openFrame(m)), 'tag@-', 'a flipped tag byte fails the tag');
+    t.equal(verdict(fresh.openFrame(m)), 'tag@-', 'a flipped ciphertext byte fails the tag');
   },
 );
