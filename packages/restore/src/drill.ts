@@ -20,7 +20,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { type IndexEntry, isArchiveError, openRun } from '@coffer/archive';
-import { createS3Store, type ObjectStore } from '@coffer/objectstore';
+import type { ObjectStore } from '@coffer/objectstore';
 import {
   isSkipped,
   openSource,
@@ -32,6 +32,7 @@ import {
 } from '@coffer/sources';
 import type { Redis } from 'ioredis';
 import { redisValueMatches } from './drill-redis.ts';
+import { removeRedisScratch, removeS3Scratch } from './drill-scratch.ts';
 import { codeOf } from './errors.ts';
 import { readVerified } from './plan.ts';
 import { unsafeFileName } from './target.ts';
@@ -143,22 +144,8 @@ async function scratchFor(sourceType: string, scratch: DrillScratch, id: string)
         },
         cleanup: async () => {
           compare?.disconnect();
-          const client = new (await redisClass())(r.url, {
-            db: r.db ?? 0,
-            lazyConnect: true,
-            maxRetriesPerRequest: 2,
-          });
-          try {
-            await client.connect();
-            let cursor = '0';
-            do {
-              const [next, keys] = await client.scanBuffer(cursor, 'MATCH', `${prefix}*`, 'COUNT', 500);
-              cursor = String(next);
-              if (keys.length > 0) await client.unlink(...keys);
-            } while (cursor !== '0');
-          } finally {
-            client.disconnect();
-          }
+          // The scheduler's own clean-up of a crashed drill's keys, the same way (prefix escaped).
+          await removeRedisScratch(r.url, r.db ?? 0, prefix);
         },
       };
     }
@@ -171,17 +158,7 @@ async function scratchFor(sourceType: string, scratch: DrillScratch, id: string)
         config,
         map: (n) => n,
         cleanup: async () => {
-          const store = createS3Store({
-            bucket: s.bucket,
-            prefix,
-            ...(s.endpoint === undefined ? {} : { endpoint: s.endpoint }),
-            ...(s.region === undefined ? {} : { region: s.region }),
-            ...(s.forcePathStyle === undefined ? {} : { forcePathStyle: s.forcePathStyle }),
-            ...(s.credentials === undefined ? {} : { credentials: s.credentials }),
-          });
-          const keys: string[] = [];
-          for await (const o of store.listAll('')) keys.push(o.key);
-          for (const k of keys) await store.delete(k);
+          await removeS3Scratch(config);
         },
       };
     }
