@@ -594,8 +594,18 @@ export async function openVerified(
  */
 export async function openRun(store: ObjectStore, options: OpenRunOptions): Promise<OpenedRun> {
   assertRuntime();
+  const known = options.knownRecords;
+  if (known !== undefined && !(known?.lines instanceof Map && known.records instanceof Map)) {
+    throw new ArchiveError('ERR_ARCHIVE_INVALID_ARGUMENT', {
+      detail: 'knownRecords must have lines and records maps',
+    });
+  }
   const manifest = await readRunManifest(store, options);
-  return openVerified(store, manifest, options.secretKey, options.workers);
+  const run = await openVerified(store, manifest, options.secretKey, options.workers);
+  // Lines and records only, never a base's chunk map (types.ts OpenRunOptions.knownRecords).
+  if (known !== undefined && run instanceof ChunkedRunReader)
+    run.known = { lines: known.lines, records: known.records };
+  return run;
 }
 
 /**

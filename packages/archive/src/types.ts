@@ -349,6 +349,17 @@ export interface OpenRunOptions extends ReadManifestOptions {
   secretKey: Uint8Array;
   /** Worker threads that verify and decrypt shards (see ArchiveWriterOptions.workers). */
   workers?: number;
+  /**
+   * Format 0.2: records already parsed from signed lines of this job, such as the base an engine
+   * keeps for the job's next run (a `ChunkedBase`). When the index loads, a line equal to a known
+   * record's line is taken as that record (the same text parses to the same entry) instead of
+   * being parsed again, so a reader of the kept base's own run shares its records and line text
+   * rather than holding a second copy (on a 20,000-file run, about 15-20 MiB of heap). The index's
+   * digest, frames and totals are checked either way. Only `lines` and `records` are used: unlike
+   * `verifyRun`'s `knownRecords`, a base's chunk map is not lent (a reader may describe packs into
+   * its map, which must not change a base kept for a run). Ignored for a 0.1 run.
+   */
+  knownRecords?: KnownRecords;
 }
 
 export interface OpenedRun {

@@ -3,9 +3,11 @@
  * a line equal to a known record's line is taken as that record, with this index's sequence
  * number, instead of being parsed again; every other line is parsed. The verdict, the records and
  * the kept base are exactly those of a verification without it.
+ * `openRun` takes the same option (records and lines only): a reader of the base's own run shares
+ * its records.
  */
 import t from 'tap';
-import { type IndexEntry, loadChunkedBase, type RecordInput, verifyRun } from '../src/index.ts';
+import { type IndexEntry, loadChunkedBase, openRun, type RecordInput, verifyRun } from '../src/index.ts';
 import { JOB, writeRun } from './chain-helpers.ts';
 import { fsStore, keys, pseudoRandom, text } from './helpers.ts';
 
@@ -97,4 +99,69 @@ t.test('known records cannot stand in for a line they do not equal', async (t) =
     'the stored line was parsed',
   );
   t.same(plain(v.base!.records.values()), plain(base!.records.values()));
+});
+
+t.test('openRun with knownRecords shares the base’s records and still checks every line', async (t) => {
+  const { store } = fsStore(t);
+  const k = keys();
+  const records = [
+    ...Array.from({ length: 8 }, (_, i) => small(i)),
+    { name: 'z-big', body: pseudoRandom(150 * 1024, 2) },
+  ];
+  await writeRun(store, k, 'run-0001', null, records);
+  const secretKey = k.operational.secretKey;
+  const base = await loadChunkedBase(store, { job: JOB, runId: 'run-0001', secretKey });
+  t.ok(base);
+
+  // The engine's restore of the kept base's own run: every entry is the base's object.
+  const opened = await openRun(store, { job: JOB, runId: 'run-0001', secretKey, knownRecords: base! });
+  const entries: IndexEntry[] = [];
+  for await (const e of opened.records()) entries.push(e);
+  t.equal(entries.length, records.length);
+  t.ok(
+    entries.every((e) => e === base!.records.get(e.name)),
+    'each entry is the known record itself, not a parsed copy',
+  );
+  const fresh: IndexEntry[] = [];
+  for await (const e of (await openRun(store, { job: JOB, runId: 'run-0001', secretKey })).records())
+    fresh.push(e);
+  t.same(plain(entries), plain(fresh), 'the same records as a reader without them');
+  t.notOk(
+    fresh.some((e) => e === base!.records.get(e.name)),
+    'a reader without them parses its own',
+  );
+  // The records read through it are the stored bytes, checked as always.
+  let i = 0;
+  for await (const r of opened.readRecords(entries)) {
+    t.same(Buffer.concat(r.pieces), Buffer.from(records[i++]!.body as Uint8Array), r.entry.name);
+    r.release();
+  }
+  t.equal(i, records.length);
+
+  // A known record whose line is not the stored one is not taken: the stored line is parsed.
+  const lines = new Map(base!.lines);
+  const forged = new Map(base!.records);
+  lines.set('small/04', `${lines.get('small/04')!} `);
+  forged.set('small/04', { ...forged.get('small/04')!, size: 1 });
+  const wary = await openRun(store, {
+    job: JOB,
+    runId: 'run-0001',
+    secretKey,
+    knownRecords: { lines, records: forged },
+  });
+  const got: IndexEntry[] = [];
+  for await (const e of wary.records()) got.push(e);
+  t.equal(got.find((e) => e.name === 'small/04')!.size, (records[4]!.body as Uint8Array).length);
+  t.same(plain(got), plain(fresh));
+
+  await t.rejects(
+    openRun(store, {
+      job: JOB,
+      runId: 'run-0001',
+      secretKey,
+      knownRecords: { lines: [], records: new Map() } as never,
+    }),
+    { code: 'ERR_ARCHIVE_INVALID_ARGUMENT' },
+    'knownRecords without maps is refused',
+  );
 });

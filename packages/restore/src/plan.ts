@@ -201,6 +201,7 @@ export async function computePlan(
       secretKey: key,
       ...(options.job === undefined ? {} : { job: options.job }),
       ...(options.signerPublicKey === undefined ? {} : { signerPublicKey: options.signerPublicKey }),
+      ...(options.knownRecords === undefined ? {} : { knownRecords: options.knownRecords }),
     });
   } catch (e) {
     if (isArchiveError(e, 'ERR_ARCHIVE_NOT_FOUND')) return notReadable(plan, 'run not found');

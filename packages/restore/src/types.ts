@@ -3,6 +3,7 @@
  * Coffer designs the specification leaves open (`overwriteCheck`, the apply receipt, progress).
  * docs/restore.md is the normative description of every field.
  */
+import type { KnownRecords } from '@coffer/archive';
 import type { ObjectStore } from '@coffer/objectstore';
 import type { SourceConfig } from '@coffer/sources';
 import type { RestoreErrorCode } from './errors.ts';
@@ -201,12 +202,19 @@ export interface PlanOptions extends StoreChoice {
   restoreRoots: string[];
   /** Whether the run is the latest successful run of its job (the engine's run history knows). */
   isLatest?: boolean;
-  /** Clock (default `() => new Date()`). */
+  /**
+   * Records of the run's job already parsed from signed index lines, by name with their lines:
+   * the base an engine keeps for the job's next run (a `ChunkedBase`), when it is of the run being
+   * read. The plan's reader then shares those records and their text instead of holding a second
+   * copy (@coffer/archive `OpenRunOptions.knownRecords`); the index is checked as before.
+   */
+  knownRecords?: KnownRecords;
   /**
    * An interrupted apply being resumed: a sqlite target is expected to hold what the earlier
    * attempt wrote, so its freshness is not required (the plan hash does not change).
    */
   resuming?: boolean;
+  /** Clock (default `() => new Date()`). */
   now?: () => Date;
   /** Most existence checks for `overwriteCheck` (default 1000). */
   overwriteCheckLimit?: number;

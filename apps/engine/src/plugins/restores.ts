@@ -33,6 +33,7 @@ async function restoresPlugin(app: FastifyInstance, options: RestoresPluginOptio
     holder: app.runs.holder,
     events: app.events,
     onSettled: () => idle.settled(),
+    bases: app.runs.baseCache,
     ...(options.now ? { now: options.now } : {}),
   });
   idle.addActivity(() => restores.applies.active > 0 || restores.reads.active > 0);

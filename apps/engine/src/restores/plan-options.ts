@@ -13,6 +13,7 @@ import type { EngineConfig } from '../config.ts';
 import type { ConnectionsConfig } from '../connections/config.ts';
 import { restoreTargetRefusal } from '../connections/resolve.ts';
 import type { EngineKeys } from '../keys.ts';
+import type { ChunkedBaseCache } from '../runs/base-cache.ts';
 import { type JobSource, jobSourceConfig } from '../runs/source-config.ts';
 import { archiveRunOf } from '../runs/unchanged.ts';
 
@@ -24,6 +25,8 @@ export interface RestoreDeps {
   destinations: ReadonlyMap<string, ObjectStore>;
   /** The clock of restore planning and of the approval life-cycle. */
   now: () => Date;
+  /** The bases the run service keeps for jobs' next runs (a restore of such a run shares its records). */
+  bases?: ChunkedBaseCache | null;
 }
 
 /** Settings keys of the restore approval policy. */
@@ -91,10 +94,19 @@ export async function planOptionsFor(
   const run = await state.runs.get(request.runId);
   let isLatest = false;
   if (run) isLatest = (await state.runs.latestOk(run.jobId))?.id === run.id;
+  const archiveRun = run ? await archiveRunOf(state.runs, run) : undefined;
+  // The base kept for the job's next run, when it is of the run read: the plan's reader shares its
+  // records instead of parsing and holding them again (docs/operations.md "Memory").
+  const store = destinations.get(request.destinationId ?? 'default');
+  const known =
+    run && archiveRun !== undefined && store !== undefined
+      ? (deps.bases?.peek(store, run.jobId, archiveRun, keys.operational.publicKey) ?? null)
+      : null;
   return {
     stores: Object.fromEntries(destinations),
     defaultDestinationId: 'default',
-    ...(run ? { job: run.jobId, runId: await archiveRunOf(state.runs, run) } : {}),
+    ...(run ? { job: run.jobId, runId: archiveRun } : {}),
+    ...(known === null ? {} : { knownRecords: known }),
     operationalSecretKey: keys.operational?.secretKey ?? null,
     signerPublicKey: keys.signer.publicKey,
     request,

@@ -49,6 +49,7 @@ import type { EngineAudit, RequestAuditEvent } from '../audit/index.ts';
 import type { EngineConfig } from '../config.ts';
 import { type EngineEvents, hashPrefix } from '../events.ts';
 import type { EngineKeys } from '../keys.ts';
+import type { ChunkedBaseCache } from '../runs/base-cache.ts';
 import { acquirePin, pinId, releasePin } from '../runs/pins.ts';
 import { RECLAIM_REFUSAL, reclaimUnderWay } from '../runs/reclaim-marker.ts';
 import { archiveRunOf } from '../runs/unchanged.ts';
@@ -79,6 +80,8 @@ export interface RestoreServiceOptions {
   events?: EngineEvents | null;
   /** Called when an apply, dry run or verify ends (the engine hands memory back once idle). */
   onSettled?: () => void;
+  /** The run service's kept bases (app.runs.baseCache): a restore of a kept base's run shares its records. */
+  bases?: ChunkedBaseCache | null;
 }
 
 /** Who asks, as the service needs it (the route builds it from the request). */
@@ -119,6 +122,7 @@ export class RestoreService {
       config: options.config,
       destinations: options.destinations,
       now: options.now ?? (() => new Date()),
+      bases: options.bases ?? null,
     };
     this.reads = new ReadSlots(options.config.restoreReads, options.onSettled);
     this.applies = new ApplyTracker({

@@ -15,7 +15,7 @@
  * recently kept base goes first, and a base heavier than the whole budget is not kept (so a base
  * of a job deleted or no longer incremental stays only until newer ones push it out).
  */
-import type { ChunkedBase } from '@coffer/archive';
+import type { ChunkedBase, KnownRecords } from '@coffer/archive';
 import type { ObjectStore } from '@coffer/objectstore';
 
 /**
@@ -95,6 +95,20 @@ export class ChunkedBaseCache {
     if (kept === undefined || kept.base.runId !== runId) return null;
     if (!Buffer.from(kept.operational).equals(Buffer.from(operational))) return null;
     return kept.base;
+  }
+
+  /**
+   * The records and lines of the kept base of `job` on `store`, when it is of run `runId` and was
+   * opened for the same operational key, without taking the base: a restore of that run (usually
+   * "the latest") opens its index with them (@coffer/restore `PlanOptions.knownRecords`), so its
+   * reader shares the records and their text instead of holding a second copy. The chunk map is
+   * not handed out: the base stays as it was kept for the job's next run. Null otherwise.
+   */
+  peek(store: ObjectStore, job: string, runId: string, operational: Uint8Array): KnownRecords | null {
+    const kept = this.#kept.get(this.#key(store, job));
+    if (kept === undefined || kept.base.runId !== runId) return null;
+    if (!Buffer.from(kept.operational).equals(Buffer.from(operational))) return null;
+    return { lines: kept.base.lines, records: kept.base.records };
   }
 
   #drop(key: string): void {

@@ -72,3 +72,24 @@ t.test(
     t.equal(none.size, 0, '0 MiB keeps nothing');
   },
 );
+
+t.test('peek: the records and lines of a kept base of that run and key, without taking it', async (t) => {
+  const a = createFsStore({ root: tempDir(t, 'coffer-base-cache-') });
+  const b = createFsStore({ root: tempDir(t, 'coffer-base-cache-') });
+  const key = new Uint8Array([1, 2, 3]);
+  const cache = new ChunkedBaseCache(1000);
+  const one = base('job', 'run-1', 10, 40);
+  (one as unknown as { lines: Map<string, string> }).lines = new Map([['r0', '{}']]);
+  (one as unknown as { map: unknown }).map = { chunks: new Map() };
+  cache.put(a, one, key);
+  const seen = cache.peek(a, 'job', 'run-1', key);
+  t.equal(seen?.records, one.records);
+  t.equal(seen?.lines, one.lines);
+  t.notOk('map' in seen!, 'the chunk map is not handed out');
+  t.equal(cache.peek(b, 'job', 'run-1', key), null, 'another destination');
+  t.equal(cache.peek(a, 'other', 'run-1', key), null, 'another job');
+  t.equal(cache.peek(a, 'job', 'run-2', key), null, 'another run');
+  t.equal(cache.peek(a, 'job', 'run-1', new Uint8Array([9])), null, 'another key');
+  t.equal(cache.size, 1, 'peeking (even at another run) keeps the base');
+  t.equal(cache.take(a, 'job', 'run-1', key), one, 'still there for the next run');
+});
