@@ -98,9 +98,10 @@ export async function planOptionsFor(
   // The base kept for the job's next run, when it is of the run read: the plan's reader shares its
   // records instead of parsing and holding them again (docs/operations.md "Memory").
   const store = destinations.get(request.destinationId ?? 'default');
+  const operational = keys.operational?.publicKey;
   const known =
-    run && archiveRun !== undefined && store !== undefined
-      ? (deps.bases?.peek(store, run.jobId, archiveRun, keys.operational.publicKey) ?? null)
+    run && archiveRun !== undefined && store !== undefined && operational !== undefined
+      ? (deps.bases?.peek(store, run.jobId, archiveRun, operational) ?? null)
       : null;
   return {
     stores: Object.fromEntries(destinations),
