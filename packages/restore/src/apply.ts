@@ -31,6 +31,7 @@ import {
   isOpenedRunCurrent,
   type OpenedRun,
   openRun,
+  stopIdleWorkers,
   verifyRun,
 } from '@coffer/archive';
 import type { ObjectStore } from '@coffer/objectstore';
@@ -226,6 +227,13 @@ export async function applyRestore(options: ApplyOptions): Promise<ApplyReceipt>
     return finish();
   }
   progress('verify', records.length);
+  // Phase two of a 0.2 run hashes no record (`checkRecordDigest: false` below), so the record-hash
+  // thread phase one kept busy would sit idle through it, holding a V8 heap of its own: the idle
+  // threads are handed back now (@coffer/archive `stopIdleWorkers`: a thread with work in flight
+  // for anything else keeps running; the codec worker phase two needs starts again in tens of
+  // milliseconds). Measured on a 1 GiB restore, four each, interleaved: peak RSS 279-286 against
+  // 293-298 MiB, phase two as fast (3.3-3.8 s either way, targets on tmpfs).
+  if (isChunkedManifest(ctx.manifest.document)) stopIdleWorkers();
 
   // Phase two: every byte is read from the store again and re-verified. Through the plan's reader
   // (its index checked when it opened) while its chunk map still describes the store; after a

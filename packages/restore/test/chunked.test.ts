@@ -2,12 +2,13 @@
  * Applying an incremental (format 0.2) run: the plan, phase one and phase two share one opened
  * index while the job's pack indexes stay as they were, every pack is still read from the store
  * in each phase, and a pack index that appears between the phases makes phase two open the run
- * afresh.
+ * afresh. Phase two of such a run hashes no record, so the record-hash thread is handed back
+ * between the phases.
  */
 import { randomBytes } from 'node:crypto';
 import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { layout, pruneChunked } from '@coffer/archive';
+import { layout, pruneChunked, stopIdleWorkers, verifyRun } from '@coffer/archive';
 import type { ObjectStore } from '@coffer/objectstore';
 import { createFilesSource } from '@coffer/sources';
 import { countReads, tempDir } from '@coffer/testkit';
@@ -289,3 +290,22 @@ t.test(
     t.same(tree(out), want, 'the target holds exactly the run');
   },
 );
+
+t.test('phase two of a 0.2 run goes without the record-hash thread: phase one hands it back', async (t) => {
+  const j = await job('threads');
+  const out = join(roots, 'threads');
+  stopIdleWorkers();
+  // Control: a full verify leaves its codec workers and the record-hash thread idle behind it.
+  const v = await verifyRun(j.store, { job: JOB, runId: 'run-1', secretKey: keys().operational.secretKey });
+  t.ok(v.ok);
+  const afterVerify = stopIdleWorkers();
+  t.ok(afterVerify >= 2, `a verify leaves its codec workers and the record-hash thread (${afterVerify})`);
+  const receipt = await applyRestore(opts(j.store, out));
+  t.equal(receipt.status, 'succeeded');
+  t.same(tree(out), expected);
+  t.equal(
+    stopIdleWorkers(),
+    afterVerify - 1,
+    'after the apply only the codec workers were left: the record-hash thread was handed back after phase one, and phase two did not start it again',
+  );
+});
