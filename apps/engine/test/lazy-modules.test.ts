@@ -4,15 +4,15 @@
 // backs up a files source and stops without resolving any of them. A resolve hook preloaded into
 // the process (fixtures/resolve-log.mjs) logs every module it resolves; the control runs show the
 // hook does see each of the three when something does import it.
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { encodeKeyFile, generateRecipient } from '@coffer/crypto';
 import { tempDir } from '@coffer/testkit';
 import t from 'tap';
-import { ADMIN_TOKEN, freePort } from './helpers/engine.ts';
+import { BUILT_MAIN, startBuiltEngine } from './helpers/built-engine.ts';
+import { bearer, http } from './helpers/engine.ts';
 
-const MAIN = join(import.meta.dirname, '..', 'dist', 'main.js');
 const HOOK = join(import.meta.dirname, 'fixtures', 'resolve-log.mjs');
 const REPO = join(import.meta.dirname, '..', '..', '..');
 
@@ -60,71 +60,41 @@ t.test(
   'an engine with no S3 or Redis starts, runs a files backup and stops without loading them',
   { skip: process.platform !== 'linux' },
   async (t) => {
-    t.ok(existsSync(MAIN), 'apps/engine/dist/main.js exists (run pnpm build first)');
+    t.ok(existsSync(BUILT_MAIN), 'apps/engine/dist/main.js exists (run pnpm build first)');
     const dir = tempDir(t);
     const log = join(dir, 'resolved.log');
     writeFileSync(join(dir, 'bg.pub'), encodeKeyFile('recipient-public', generateRecipient().publicKey));
     const src = join(dir, 'src');
     mkdirSync(src);
     for (let i = 0; i < 5; i++) writeFileSync(join(src, `f${i}.txt`), `file ${i}\n`.repeat(100));
-    const port = await freePort();
-    const child = spawn(process.execPath, ['--import', HOOK, MAIN], {
-      env: {
-        PATH: process.env.PATH,
-        HOST: '127.0.0.1',
-        PORT: String(port),
+    const e = await startBuiltEngine(
+      t,
+      {
         ENGINE_DATA_DIR: join(dir, 'engine'),
-        ADMIN_TOKEN,
         ENGINE_BREAK_GLASS_PUBLIC_KEY: join(dir, 'bg.pub'),
         COFFER_TEST_RESOLVE_LOG: log,
       },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    let stderr = '';
-    child.stderr?.on('data', (d) => {
-      stderr += d;
-    });
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-    t.teardown(() => {
-      if (child.exitCode === null) child.kill('SIGKILL');
-    });
-    const url = `http://127.0.0.1:${port}`;
-    for (let i = 0; ; i++) {
-      if (child.exitCode !== null) throw new Error(`engine exited with ${child.exitCode}: ${stderr}`);
-      try {
-        if ((await fetch(`${url}/ready`)).status === 200) break;
-      } catch {}
-      if (i > 600) throw new Error('engine never became ready');
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    const api = async (path: string, body?: unknown) => {
-      const r = await fetch(`${url}/admin${path}`, {
-        method: body === undefined ? 'GET' : 'POST',
-        headers: {
-          authorization: `Bearer ${ADMIN_TOKEN}`,
-          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-        },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      });
-      return { status: r.status, body: (await r.json()) as Record<string, unknown> };
-    };
-    const job = await api('/jobs', {
+      ['--import', HOOK],
+    );
+    const admin = (path: string, body?: unknown) =>
+      http(`${e.url}/admin${path}`, { headers: bearer(), ...(body === undefined ? {} : { body }) });
+    const job = await admin('/jobs', {
       id: 'lazy',
       cadenceSeconds: 86400,
       source: { type: 'files', path: src },
     });
-    t.equal(job.status, 200, JSON.stringify(job.body));
-    const trig = await api('/trigger', { id: 'lazy' });
-    t.equal(trig.status, 200, JSON.stringify(trig.body));
+    t.equal(job.status, 200, job.text);
+    const trig = await admin('/trigger', { id: 'lazy' });
+    t.equal(trig.status, 200, trig.text);
     let status = 'running';
     for (let i = 0; i < 600 && status === 'running'; i++) {
       await new Promise((r) => setTimeout(r, 50));
-      const runs = (await api('/history?id=lazy')).body.runs as { runId: string; status: string }[];
-      status = runs.find((r) => r.runId === trig.body.runId)?.status ?? 'running';
+      const runs = (await admin('/history?id=lazy')).json().runs as { runId: string; status: string }[];
+      status = runs.find((r) => r.runId === trig.json().runId)?.status ?? 'running';
     }
     t.equal(status, 'ok', 'the files backup ran, was read back and verified');
-    child.kill('SIGTERM');
-    t.equal(await exited, 0, 'graceful stop');
+    e.child.kill('SIGTERM');
+    t.equal(await e.exited, 0, 'graceful stop');
 
     const mods = resolved(log);
     t.ok(

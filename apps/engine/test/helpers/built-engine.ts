@@ -1,6 +1,7 @@
 /**
  * The built engine (`dist/main.js`, what the image and the `coffer-engine` bin run) as a child
- * process on a free loopback port, for the scale-out tests: resolves once it logs `listening`,
+ * process on a free loopback port, for the scale-out tests and others that need the real program:
+ * resolves once it logs `listening`,
  * keeps every log line, and is stopped with SIGTERM at the test's teardown.
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
@@ -26,8 +27,10 @@ export interface BuiltEngine {
 export function startBuiltEngine(
   t: { teardown(fn: () => Promise<void>): void },
   env: Record<string, string>,
+  /** Node options before the program (e.g. `--import` of a test hook). */
+  nodeArgs: readonly string[] = [],
 ): Promise<BuiltEngine> {
-  const child = spawn(process.execPath, [BUILT_MAIN], {
+  const child = spawn(process.execPath, [...nodeArgs, BUILT_MAIN], {
     env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', ADMIN_TOKEN, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
