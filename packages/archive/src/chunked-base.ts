@@ -10,7 +10,7 @@ import { type ChunkMap, chunkMapIsCurrent, loadChunkMap } from './internal/chunk
 import { assertRuntime } from './internal/runtime.ts';
 import { assertId } from './layout.ts';
 import { readRunManifest } from './reader.ts';
-import { type IndexEntry, isChunkedManifest, type KnownRecords } from './types.ts';
+import { type IndexEntry, isChunkedManifest } from './types.ts';
 
 /**
  * What a run builds on: the job's chunk key, what its packs hold, and the previous run's records.
@@ -116,14 +116,4 @@ export function baseOf(
 export async function isChunkedBaseCurrent(store: ObjectStore, base: ChunkedBase): Promise<boolean> {
   assertRuntime();
   return chunkMapIsCurrent(store, base.job, base.map);
-}
-
-/**
- * @internal The chunk map of `known` when it is a base (`loadChunkedBase`, `verifyRun`'s
- * `keepBase`) of `job` under chunk key `keyId`: a read-back of a run written on it builds its chunk
- * map on this one. Null for any other records.
- */
-export function baseMapOf(known: KnownRecords, job: string, keyId: string): ChunkMap | null {
-  const b = known as Partial<ChunkedBase>;
-  return b.map !== undefined && b.job === job && b.keyId === keyId ? b.map : null;
 }

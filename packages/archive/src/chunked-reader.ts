@@ -9,6 +9,7 @@
 import { createHash } from 'node:crypto';
 import { formatDigest, unwrapKey } from '@coffer/crypto';
 import type { ObjectInfo, ObjectStore } from '@coffer/objectstore';
+import type { ChunkedBase } from './chunked-base.ts';
 import { ArchiveError } from './errors.ts';
 import { BufferPool } from './internal/buffer-pool.ts';
 import { type ChunkKeys, chunkId, chunkKeys, runIndexKey } from './internal/chunk-keys.ts';
@@ -199,6 +200,16 @@ export async function openChunkedIndex(
   return { entries, lines: lines.slice(1, 1 + header.records), packRefs };
 }
 
+/**
+ * @internal The chunk map of `known` when it is a base (`loadChunkedBase`, `verifyRun`'s
+ * `keepBase`) of `job` under chunk key `keyId`: a read-back of a run written on it builds its chunk
+ * map on this one, and a reader of that very run (openRun) reads through it. Null for any other records.
+ */
+export function baseMapOf(known: KnownRecords, job: string, keyId: string): ChunkMap | null {
+  const b = known as Partial<Pick<ChunkedBase, 'map' | 'job' | 'keyId'>>;
+  return b.map !== undefined && b.job === job && b.keyId === keyId ? b.map : null;
+}
+
 /** The record count a header line states, or -1 (the header is judged after every frame opened). */
 function headerRecords(line: string): number {
   try {
@@ -232,6 +243,15 @@ export class ChunkedRunReader implements OpenedRun {
    * was written on): the chunk map is built on it, reading only the pack indexes stored since.
    */
   knownMap: ChunkMap | null = null;
+  /**
+   * @internal A chunk map lent by a kept base of this run's job and key (openRun `knownRecords`):
+   * read in place of loading one, never written. Used only while it is current and resolves every
+   * chunk of the run (`borrow`); a reader on a lent map never scans packs into it and never hands
+   * it on (`loaded`).
+   */
+  lentMap: ChunkMap | null = null;
+  /** The chunk map in use is a lent one. */
+  private lent = false;
 
   constructor(store: ObjectStore, manifest: VerifiedManifest, keys: ChunkKeys, workers?: number) {
     this.store = store;
@@ -251,12 +271,33 @@ export class ChunkedRunReader implements OpenedRun {
 
   chunkMap(): Promise<ChunkMap> {
     const known = this.knownMap;
+    const lent = this.lentMap;
     this.knownMap = null;
+    this.lentMap = null;
     this.map ??=
-      known === null
-        ? loadChunkMap(this.store, this.doc.job, this.keys)
-        : extendChunkMap(this.store, this.doc.job, this.keys, known);
+      known !== null
+        ? extendChunkMap(this.store, this.doc.job, this.keys, known)
+        : lent !== null
+          ? this.borrow(lent)
+          : loadChunkMap(this.store, this.doc.job, this.keys);
     return this.map;
+  }
+
+  /**
+   * `lent` when it still describes the store (exactly the job's pack indexes under this key: one
+   * listing) and names every chunk the run uses, so that no read of this run could need to scan
+   * packs into it; otherwise a map of this reader's own, loaded as usual.
+   */
+  private async borrow(lent: ChunkMap): Promise<ChunkMap> {
+    const [{ entries }, current] = await Promise.all([
+      this.loadIndex(),
+      chunkMapIsCurrent(this.store, this.doc.job, lent),
+    ]);
+    if (current && entries.every((e) => (e.chunks ?? []).every((r) => lent.chunks.has(r.id)))) {
+      this.lent = true;
+      return lent;
+    }
+    return loadChunkMap(this.store, this.doc.job, this.keys);
   }
 
   /**
@@ -264,7 +305,7 @@ export class ChunkedRunReader implements OpenedRun {
    * (no pack was described by scanning it): what the next run may build on. Null otherwise.
    */
   async loaded(): Promise<{ index: ChunkedIndex; map: ChunkMap } | null> {
-    if (this.index === null || this.map === null || this.scanned) return null;
+    if (this.index === null || this.map === null || this.scanned || this.lent) return null;
     return { index: await this.index, map: await this.map };
   }
 
@@ -324,7 +365,8 @@ export class ChunkedRunReader implements OpenedRun {
    * its pack indexes were lost. Returns whether any pack was added.
    */
   private async describeUndescribed(map: ChunkMap): Promise<boolean> {
-    if (this.scanned) return false;
+    // A lent map is never written (it resolved every chunk of the run when it was borrowed).
+    if (this.scanned || this.lent) return false;
     this.scanned = true;
     let added = false;
     const { job } = this.doc;

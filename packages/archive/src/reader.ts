@@ -21,7 +21,7 @@ import {
   verify,
 } from '@coffer/crypto';
 import type { ObjectStore } from '@coffer/objectstore';
-import { ChunkedRunReader, unwrapChunkKey } from './chunked-reader.ts';
+import { baseMapOf, ChunkedRunReader, unwrapChunkKey } from './chunked-reader.ts';
 import { ArchiveError } from './errors.ts';
 import { BufferPool } from './internal/buffer-pool.ts';
 import { bytesEqual, utf8Decode } from './internal/bytes.ts';
@@ -602,9 +602,11 @@ export async function openRun(store: ObjectStore, options: OpenRunOptions): Prom
   }
   const manifest = await readRunManifest(store, options);
   const run = await openVerified(store, manifest, options.secretKey, options.workers);
-  // Lines and records only, never a base's chunk map (types.ts OpenRunOptions.knownRecords).
-  if (known !== undefined && run instanceof ChunkedRunReader)
+  // A base of this job and key also lends its chunk map, read-only (types.ts OpenRunOptions.knownRecords).
+  if (known !== undefined && run instanceof ChunkedRunReader) {
     run.known = { lines: known.lines, records: known.records };
+    run.lentMap = baseMapOf(known, manifest.document.job, run.keys.keyId);
+  }
   return run;
 }
 

@@ -355,9 +355,12 @@ export interface OpenRunOptions extends ReadManifestOptions {
    * record's line is taken as that record (the same text parses to the same entry) instead of
    * being parsed again, so a reader of the kept base's own run shares its records and line text
    * rather than holding a second copy (on a 20,000-file run, about 15-20 MiB of heap). The index's
-   * digest, frames and totals are checked either way. Only `lines` and `records` are used: unlike
-   * `verifyRun`'s `knownRecords`, a base's chunk map is not lent (a reader may describe packs into
-   * its map, which must not change a base kept for a run). Ignored for a 0.1 run.
+   * digest, frames and totals are checked either way. A `ChunkedBase` of the run's job and chunk
+   * key also lends its chunk map, read-only: the reader reads through it instead of loading every
+   * pack index again, when it is still exactly the job's pack indexes (one listing) and names
+   * every chunk the run uses; otherwise the reader loads a map of its own. A reader never writes
+   * to a lent map (it never scans packs into it) and never hands it on as a base's, so the base
+   * stays as it was kept for the job's next run. Ignored for a 0.1 run.
    */
   knownRecords?: KnownRecords;
 }

@@ -3,8 +3,8 @@
  * recovered, and `coffer-recover verify`.
  */
 import type { ObjectStore } from '@coffer/objectstore';
-import { baseMapOf, baseOf } from './chunked-base.ts';
-import { ChunkedRunReader } from './chunked-reader.ts';
+import { baseOf } from './chunked-base.ts';
+import { baseMapOf, ChunkedRunReader } from './chunked-reader.ts';
 import { ArchiveError } from './errors.ts';
 import { assertRuntime } from './internal/runtime.ts';
 import { openVerified, readRunManifest } from './reader.ts';

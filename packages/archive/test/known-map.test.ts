@@ -9,26 +9,11 @@ import { join } from 'node:path';
 import type { ObjectStore } from '@coffer/objectstore';
 import { countReads } from '@coffer/testkit';
 import t from 'tap';
-import {
-  type ChunkedBase,
-  createChunkedWriter,
-  loadChunkedBase,
-  type RecordInput,
-  verifyRun,
-} from '../src/index.ts';
-import { JOB, writeRun } from './chain-helpers.ts';
-import { chunkedOptions, fsStore, type Keys, keys, pseudoRandom, text } from './helpers.ts';
+import { type ChunkedBase, createChunkedWriter, loadChunkedBase, verifyRun } from '../src/index.ts';
+import { editedRecords, isPackIndex, JOB, writeRun } from './chain-helpers.ts';
+import { chunkedOptions, fsStore, type Keys, keys } from './helpers.ts';
 
-const records = (edit: number): RecordInput[] => [
-  ...Array.from({ length: 8 }, (_, i) => ({
-    name: `small/${i}`,
-    body: text(2000 + i, i + (i === 2 ? edit : 0)),
-    change: `c${i}-${i === 2 ? edit : 0}`,
-  })),
-  { name: 'z-big', body: pseudoRandom(300 * 1024, 5 + edit), change: `big-${edit}` },
-];
-
-const isPackIndex = (key: string) => key.includes('/packs/') && key.includes('/index/');
+const records = editedRecords;
 
 /** Writes `runId` on `base` (as the engine does: the base loaded once, given to the writer). */
 async function writeOn(store: ObjectStore, k: Keys, runId: string, base: ChunkedBase): Promise<string[]> {

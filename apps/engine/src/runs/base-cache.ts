@@ -98,17 +98,18 @@ export class ChunkedBaseCache {
   }
 
   /**
-   * The records and lines of the kept base of `job` on `store`, when it is of run `runId` and was
-   * opened for the same operational key, without taking the base: a restore of that run (usually
-   * "the latest") opens its index with them (@coffer/restore `PlanOptions.knownRecords`), so its
-   * reader shares the records and their text instead of holding a second copy. The chunk map is
-   * not handed out: the base stays as it was kept for the job's next run. Null otherwise.
+   * The kept base of `job` on `store`, when it is of run `runId` and was opened for the same
+   * operational key, without taking it: a restore of that run (usually "the latest") opens its
+   * index with it (@coffer/restore `PlanOptions.knownRecords`), so its reader shares the records,
+   * their text and (read-only, while it is current) the chunk map instead of holding a second copy
+   * of each (@coffer/archive `OpenRunOptions.knownRecords`). Nothing of the base is changed: it
+   * stays as it was kept for the job's next run. Null otherwise.
    */
   peek(store: ObjectStore, job: string, runId: string, operational: Uint8Array): KnownRecords | null {
     const kept = this.#kept.get(this.#key(store, job));
     if (kept === undefined || kept.base.runId !== runId) return null;
     if (!Buffer.from(kept.operational).equals(Buffer.from(operational))) return null;
-    return { lines: kept.base.lines, records: kept.base.records };
+    return kept.base;
   }
 
   #drop(key: string): void {

@@ -1,8 +1,9 @@
 /**
  * A restore of the run whose base the engine keeps for the job's next run (src/runs/base-cache.ts
  * `peek`, src/restores/plan-options.ts): the plan's reader opens the index with the kept base's
- * records, so it shares them instead of holding a second copy; the base stays kept, untouched, for
- * the next run; a restore of any other run, or of another destination, gets nothing from it.
+ * records (and reads through its chunk map, read-only), so it shares them instead of holding a
+ * second copy; the base stays kept, untouched, for the next run; a restore of any other run, or of
+ * another destination, gets nothing from it.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -31,7 +32,9 @@ t.test('the kept base’s run is planned with its records; the base stays for th
   t.ok(kept, 'the read-back kept the latest run as the next base');
   t.equal(app.runs.baseCache.peek(store, 'kb', first, op), null, 'not for another run');
   t.equal(app.runs.baseCache.peek(store, 'kb', latest, new Uint8Array(32)), null, 'not for another key');
-  t.notOk('map' in kept!, 'records and lines only: the chunk map is not handed out');
+  // The chunk map goes with it, lent read-only to the plan's reader: it must come back unchanged.
+  const map = (kept as unknown as { map: { chunks: Map<string, unknown>; packs: Map<string, unknown> } }).map;
+  const mapBefore = { chunks: [...map.chunks.keys()].sort(), packs: [...map.packs.keys()].sort() };
 
   const opts = await app.restores.planOptions(request(latest));
   t.equal(
@@ -48,6 +51,12 @@ t.test('the kept base’s run is planned with its records; the base stays for th
   t.equal(view.status, 'succeeded', JSON.stringify(view));
   for (const [name, body] of Object.entries({ ...files, 'f03.txt': 'changed\n' }))
     t.equal(readFileSync(join(w.roots, 'kb', name), 'utf8'), body, name);
+
+  t.same(
+    { chunks: [...map.chunks.keys()].sort(), packs: [...map.packs.keys()].sort() },
+    mapBefore,
+    'the base’s chunk map is as it was kept',
+  );
 
   // Peeking took nothing: the next run still finds its base (it is taken once, then replaced).
   t.equal(app.runs.baseCache.size, 1);
