@@ -38,6 +38,7 @@ import type { ObjectStore } from '@coffer/objectstore';
 import { isSourceError, openSource, removeCutWrites, type SourceConnector } from '@coffer/sources';
 import { codeOf, RestoreError } from './errors.ts';
 import { type FedRecord, FileStager, feedRecords } from './internal/record-feed.ts';
+import { PART_BYTES, verifyRecords } from './internal/verify-records.ts';
 import { type ComputedPlan, computePlan, preparedPlan } from './plan.ts';
 import type { ApplyOptions, ApplyProgress, ApplyReceipt, RecordOutcome, SkippedEntry } from './types.ts';
 
@@ -50,17 +51,6 @@ export const APPLY_BATCH = 200;
  * Not for a files target of a 0.2 run, which takes big records in parts (PART_BYTES).
  */
 const MEMORY_STAGE = 32 * 1024 * 1024;
-/**
- * A files target takes a record over this size in parts as the reader checks its chunks (a body
- * that ends only once the record's SHA-384 matched, written to a temporary file put in place at
- * its end): memory holds a part or two instead of every pack the record spans.
- */
-const PART_BYTES = 4 * 1024 * 1024;
-/**
- * Phase one of a partial plan reads a 0.1 run's records up to this size through the pipelined
- * reader (a 0.2 run's of any size, in parts).
- */
-const PIPELINE_MAX = 64 * 1024 * 1024;
 /**
  * Phase two stages records one by one in archive order (so the reader decrypts each shard once)
  * and writes up to this many staged records concurrently: a files target spends most of a small
@@ -202,7 +192,7 @@ export async function applyRestore(options: ApplyOptions): Promise<ApplyReceipt>
       return finish();
     }
   }
-  // A plan of part of the run: its records one by one (verifyRecords).
+  // A plan of part of the run: its records through the pipelined reader (verifyRecords).
   const part = await verifyRecords(ctx.run, records, receipt.recordsVerified, {
     cancelled,
     onVerified: (done) => {
@@ -429,47 +419,6 @@ export async function applyRestore(options: ApplyOptions): Promise<ApplyReceipt>
   if (receipt.status === 'succeeded' && receipt.failedCount > 0) receipt.status = 'completed-with-failures';
   progress('done', records.length);
   return finish();
-}
-
-/**
- * Phase one of a plan of part of the run: verifies `records` from index `from` on through the
- * pipelined reader (a 0.1 run's record over PIPELINE_MAX on its own through `readRecord`; a 0.2
- * run's of any size, in parts released at once, counted once its last part came). Stops after the
- * record being verified when `cancelled()`. Returns how many records of `records` are verified
- * (the failing one, if any, is `records[verified]`) and the reader's error instead of throwing it.
- */
-async function verifyRecords(
-  run: OpenedRun,
-  records: readonly IndexEntry[],
-  from: number,
-  hooks: { cancelled: () => boolean; onVerified: (verified: number) => void },
-): Promise<{ verified: number; stopped: boolean; error?: unknown }> {
-  let at = from;
-  const inParts = isChunkedManifest(run.manifest.document);
-  const pipelineMax = inParts ? Number.POSITIVE_INFINITY : PIPELINE_MAX;
-  try {
-    while (at < records.length) {
-      if (records[at]!.size > pipelineMax) {
-        for await (const _ of run.readRecord(records[at]!)) void _;
-        at++;
-        if (hooks.cancelled()) return { verified: at, stopped: true };
-        continue;
-      }
-      let end = at;
-      while (end < records.length && records[end]!.size <= pipelineMax) end++;
-      const read = inParts ? { partBytes: PART_BYTES } : { maxRecordBytes: PIPELINE_MAX };
-      for await (const r of run.readRecords(records.slice(at, end), read)) {
-        r.release();
-        if (r.part?.last === false) continue; // verified once its last part came
-        at++;
-        hooks.onVerified(at);
-        if (hooks.cancelled()) return { verified: at, stopped: true };
-      }
-    }
-  } catch (error) {
-    return { verified: at, stopped: false, error };
-  }
-  return { verified: at, stopped: false };
 }
 
 /** The run opened afresh for phase two (when the plan's reader cannot be read through again). */

@@ -18,6 +18,7 @@ import {
 import type { ObjectStore } from '@coffer/objectstore';
 import { openSource, type SourceConnector, SQLITE_SCHEMA_RECORD, sqliteTableOfRecord } from '@coffer/sources';
 import { RestoreError } from './errors.ts';
+import { verifyRecords } from './internal/verify-records.ts';
 import { normaliseSelectors, type PlanDocument, planHashOf } from './plan-hash.ts';
 import {
   parentChecker,
@@ -131,13 +132,6 @@ export async function readVerified(run: OpenedRun, entry: IndexEntry): Promise<U
     off += p.length;
   }
   return out;
-}
-
-/** Drains a record through the reader's checks without keeping it. */
-export async function drainVerified(run: OpenedRun, entry: IndexEntry): Promise<number> {
-  let n = 0;
-  for await (const piece of run.readRecord(entry)) n += piece.length;
-  return n;
 }
 
 function parentsOf(entry: IndexEntry, schema: Map<string, string[]> | null, table: string): string[] {
@@ -418,17 +412,14 @@ export async function computePlan(
     }
 
     if (verify) {
-      for (const e of selected) {
-        try {
-          await drainVerified(run, e);
-        } catch (err) {
-          return notReadable(
-            { ...plan, recordsVerified: plan.recordsVerified },
-            `record failed verification: ${isArchiveError(err) ? err.reason : 'read error'}`,
-          );
-        }
-        plan.recordsVerified++;
-      }
+      const read = await verifyRecords(run, selected, 0, { cancelled: () => false, onVerified: () => {} });
+      plan.recordsVerified = read.verified;
+      const err = read.error;
+      if (err !== undefined)
+        return notReadable(
+          plan,
+          `record failed verification: ${isArchiveError(err) ? err.reason : 'read error'}`,
+        );
     }
 
     const sampleRows = Math.min(SAMPLE_ROWS, request.maxRecords ?? SAMPLE_ROWS);

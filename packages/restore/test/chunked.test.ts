@@ -13,7 +13,14 @@ import type { ObjectStore } from '@coffer/objectstore';
 import { createFilesSource } from '@coffer/sources';
 import { countReads, tempDir } from '@coffer/testkit';
 import t from 'tap';
-import { type ApplyOptions, applyRestore, planFromIndex, validateRestoreRequest } from '../src/index.ts';
+import {
+  type ApplyOptions,
+  applyRestore,
+  planFromIndex,
+  planRestore,
+  validateRestoreRequest,
+  verifyRestore,
+} from '../src/index.ts';
 import { backupChunked, fsStore, keys, resolverOf } from './helpers.ts';
 
 const JOB = 'job-c';
@@ -308,4 +315,33 @@ t.test('phase two of a 0.2 run goes without the record-hash thread: phase one ha
     afterVerify - 1,
     'after the apply only the codec workers were left: the record-hash thread was handed back after phase one, and phase two did not start it again',
   );
+});
+
+t.test('the dry run and the verify read every planned record of a 0.2 run, each pack once', async (t) => {
+  const j = await job('dry');
+  const out = join(roots, 'dry');
+  const plan = await planRestore(opts(j.store, out));
+  t.equal(plan.ok, true, plan.reason ?? '');
+  t.equal(plan.recordsVerified, Object.keys(files).length, 'every record read and checked');
+  t.equal(j.packReads(), j.packIds.length, 'each pack read once');
+  const some = await planRestore({
+    ...opts(j.store, out),
+    request: validateRestoreRequest({ runId: 'run-1', target: { namespaceId: out }, include: ['d/'] }),
+  });
+  t.equal(some.ok, true);
+  t.equal(some.recordsVerified, 1, 'a selection: its records only');
+  t.notOk(readdirSync(roots).includes('dry'), 'nothing written');
+
+  // One pack damaged: the dry run and the verify say which check failed, and count what passed.
+  const packs = packFiles(j.root);
+  const b = readFileSync(packs[0]!);
+  b[b.length >> 1]! ^= 0x01;
+  writeFileSync(packs[0]!, b);
+  const bad = await planRestore(opts(j.store, out));
+  t.equal(bad.ok, false);
+  t.match(bad.reason, /^record failed verification: /);
+  t.ok(bad.recordsVerified < Object.keys(files).length, `verified before it: ${bad.recordsVerified}`);
+  const v = await verifyRestore(opts(j.store, out));
+  t.equal(v.ok, false);
+  t.equal(v.recordsVerified, bad.recordsVerified, 'the verify stops at the same record');
 });
