@@ -37,7 +37,7 @@ import {
 import type { ObjectStore } from '@coffer/objectstore';
 import { isSourceError, openSource, removeCutWrites, type SourceConnector } from '@coffer/sources';
 import { codeOf, RestoreError } from './errors.ts';
-import { type FedRecord, FileStager, feedRecords } from './internal/record-feed.ts';
+import { type FedRecord, FileStager, feedRecords, MEMORY_STAGE } from './internal/record-feed.ts';
 import { PART_BYTES, verifyRecords } from './internal/verify-records.ts';
 import { type ComputedPlan, computePlan, preparedPlan } from './plan.ts';
 import type { ApplyOptions, ApplyProgress, ApplyReceipt, RecordOutcome, SkippedEntry } from './types.ts';
@@ -45,12 +45,6 @@ import type { ApplyOptions, ApplyProgress, ApplyReceipt, RecordOutcome, SkippedE
 /** The specification's in-account apply limits, used in Coffer as progress batch sizes (not caps). */
 export const APPLY_BATCH_SKIP = 160;
 export const APPLY_BATCH = 200;
-/**
- * Phase two holds records up to this size in memory (the archive's pipelined reader: a record is
- * handed over whole once it verified); bigger ones are staged in a 0600 file while they verify.
- * Not for a files target of a 0.2 run, which takes big records in parts (PART_BYTES).
- */
-const MEMORY_STAGE = 32 * 1024 * 1024;
 /**
  * Phase two stages records one by one in archive order (so the reader decrypts each shard once)
  * and writes up to this many staged records concurrently: a files target spends most of a small

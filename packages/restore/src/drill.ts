@@ -9,8 +9,9 @@
  * there; redis -> the keys under a random `coffer-drill:<id>:` prefix in `scratch.redis`; s3 -> a
  * random `coffer-drill-<id>/` prefix in `scratch.s3`. The scratch target is removed afterwards.
  *
- * Memory: records are streamed from the archive into the scratch target and hashed back as streams,
- * so a drill of a run holding a file of many GiB stays within the archive reader's shard buffers.
+ * Memory: records come from the archive's pipelined reader (a big one in parts, or staged in a file
+ * while it verifies) and are hashed back as streams, so a drill of a run holding a file of many GiB
+ * stays within the archive reader's shard buffers.
  *
  * Security-relevant behaviour: only bytes that verified against the archive are written; the
  * scratch target never overlaps a source (a fresh directory or a random key prefix); evidence
@@ -19,7 +20,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { type IndexEntry, isArchiveError, openRun } from '@coffer/archive';
+import { type IndexEntry, isArchiveError, isChunkedManifest, openRun } from '@coffer/archive';
 import type { ObjectStore } from '@coffer/objectstore';
 import {
   isSkipped,
@@ -34,6 +35,8 @@ import type { Redis } from 'ioredis';
 import { redisValueMatches } from './drill-redis.ts';
 import { removeRedisScratch, removeS3Scratch } from './drill-scratch.ts';
 import { codeOf } from './errors.ts';
+import { type FedRecord, FileStager, feedRecords, MEMORY_STAGE } from './internal/record-feed.ts';
+import { PART_BYTES } from './internal/verify-records.ts';
 import { readVerified } from './plan.ts';
 import { unsafeFileName } from './target.ts';
 
@@ -226,23 +229,60 @@ export async function runDrill(options: DrillOptions): Promise<DrillEvidence> {
     const tRestore = performance.now();
     writer = openSource(scratch.config);
     const expected = new Map<string, IndexEntry>();
+    const names: string[] = [];
+    const entries: IndexEntry[] = [];
     for await (const entry of run.records()) {
       ev.records++;
       const name = scratch.map(entry.name);
-      if (name === null) {
-        ev.notRestorable++;
-        continue;
+      if (name === null) ev.notRestorable++;
+      else {
+        names.push(name);
+        entries.push(entry);
       }
-      // Streamed: no record is held whole, whatever its size (shard by shard, each piece
-      // authenticated by its shard's tag; the record's SHA-384 is checked at its end, and a
-      // mismatch fails the write, which the connectors then leave unfinished and the drill errors).
-      const r = await writer.write(name, run.readRecord(entry), { ...entry.metadata });
-      if (!r.written) {
-        ev.notRestorable++;
-        continue;
+    }
+    // Through the archive's pipelined reader, as an apply's phase two (internal/record-feed.ts):
+    // each record is handed over only once it verified; a files scratch target of a 0.2 run takes
+    // a big record in parts (a body that fails instead of ending when the record does not verify,
+    // which the files writer then never puts in place), any other record over MEMORY_STAGE is
+    // staged in a 0600 file while it verifies. A record that does not verify ends the drill
+    // (`error`). One write at a time, in archive order (a sqlite target's schema record first);
+    // each write starts before the next record is asked for, since asking is what feeds the parts
+    // of a record in parts to the write (@coffer/archive `recordsToWrite`).
+    const inParts = scratch.config.type === 'files' && isChunkedManifest(run.manifest.document);
+    const stager = new FileStager(options.scratch.dir);
+    const target = writer;
+    const write = async (name: string, rec: FedRecord): Promise<void> => {
+      try {
+        const r = await target.write(name, rec.body(), { ...rec.entry.metadata });
+        if (!r.written) {
+          ev.notRestorable++;
+          return;
+        }
+      } finally {
+        await rec.release();
       }
-      ev.bytes += entry.size;
-      expected.set(name, entry);
+      ev.bytes += rec.entry.size;
+      expected.set(name, rec.entry);
+    };
+    let writing: Promise<void> | null = null;
+    try {
+      const feed = feedRecords(run, entries, {
+        memoryLimit: inParts ? Number.POSITIVE_INFINITY : MEMORY_STAGE,
+        stager,
+        ownBodies: scratch.config.type !== 'files',
+        ...(inParts ? { partBytes: PART_BYTES } : {}),
+      });
+      let i = 0;
+      for await (const rec of feed.records) {
+        await writing;
+        writing = write(names[i++]!, rec);
+        // Awaited above or below; until then a failure must not count as unhandled.
+        writing.catch(() => undefined);
+      }
+      await writing;
+    } finally {
+      await writing?.catch(() => undefined);
+      await stager.close();
     }
     await writer.close();
     writer = null;
