@@ -20,7 +20,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { type IndexEntry, isArchiveError, isChunkedManifest, openRun } from '@coffer/archive';
+import { type IndexEntry, isArchiveError, isChunkedManifest, type OpenedRun, openRun } from '@coffer/archive';
 import type { ObjectStore } from '@coffer/objectstore';
 import {
   isSkipped,
@@ -106,6 +106,77 @@ interface Scratch {
    */
   equivalent?(name: string, archived: Uint8Array): Promise<boolean>;
   cleanup(): Promise<void>;
+}
+
+/**
+ * The drill's restore step: every record of `run` the scratch target can hold, written through
+ * `writer` (counted in `ev`), as an apply's phase two reads them (internal/record-feed.ts). Returns
+ * the records written, by their scratch name. Throws the archive's error for a record that does not
+ * verify (the drill then ends with `error`).
+ */
+async function restoreIntoScratch(
+  run: OpenedRun,
+  scratch: Scratch,
+  writer: SourceConnector,
+  stagingDir: string,
+  ev: DrillEvidence,
+): Promise<Map<string, IndexEntry>> {
+  const expected = new Map<string, IndexEntry>();
+  const names: string[] = [];
+  const entries: IndexEntry[] = [];
+  for await (const entry of run.records()) {
+    ev.records++;
+    const name = scratch.map(entry.name);
+    if (name === null) ev.notRestorable++;
+    else {
+      names.push(name);
+      entries.push(entry);
+    }
+  }
+  // Through the archive's pipelined reader, as an apply's phase two (internal/record-feed.ts):
+  // each record is handed over only once it verified; a files scratch target of a 0.2 run takes
+  // a big record in parts (a body that fails instead of ending when the record does not verify,
+  // which the files writer then never puts in place), any other record over MEMORY_STAGE is
+  // staged in a 0600 file while it verifies. A record that does not verify ends the drill
+  // (`error`). One write at a time, in archive order (a sqlite target's schema record first);
+  // each write starts before the next record is asked for, since asking is what feeds the parts
+  // of a record in parts to the write (@coffer/archive `recordsToWrite`).
+  const inParts = scratch.config.type === 'files' && isChunkedManifest(run.manifest.document);
+  const stager = new FileStager(stagingDir);
+  const write = async (name: string, rec: FedRecord): Promise<void> => {
+    try {
+      const r = await writer.write(name, rec.body(), { ...rec.entry.metadata });
+      if (!r.written) {
+        ev.notRestorable++;
+        return;
+      }
+    } finally {
+      await rec.release();
+    }
+    ev.bytes += rec.entry.size;
+    expected.set(name, rec.entry);
+  };
+  let writing: Promise<void> | null = null;
+  try {
+    const feed = feedRecords(run, entries, {
+      memoryLimit: inParts ? Number.POSITIVE_INFINITY : MEMORY_STAGE,
+      stager,
+      ownBodies: scratch.config.type !== 'files',
+      ...(inParts ? { partBytes: PART_BYTES } : {}),
+    });
+    let i = 0;
+    for await (const rec of feed.records) {
+      await writing;
+      writing = write(names[i++]!, rec);
+      // Awaited above or below; until then a failure must not count as unhandled.
+      writing.catch(() => undefined);
+    }
+    await writing;
+  } finally {
+    await writing?.catch(() => undefined);
+    await stager.close();
+  }
+  return expected;
 }
 
 async function scratchFor(sourceType: string, scratch: DrillScratch, id: string): Promise<Scratch> {
@@ -228,62 +299,7 @@ export async function runDrill(options: DrillOptions): Promise<DrillEvidence> {
     // Restore.
     const tRestore = performance.now();
     writer = openSource(scratch.config);
-    const expected = new Map<string, IndexEntry>();
-    const names: string[] = [];
-    const entries: IndexEntry[] = [];
-    for await (const entry of run.records()) {
-      ev.records++;
-      const name = scratch.map(entry.name);
-      if (name === null) ev.notRestorable++;
-      else {
-        names.push(name);
-        entries.push(entry);
-      }
-    }
-    // Through the archive's pipelined reader, as an apply's phase two (internal/record-feed.ts):
-    // each record is handed over only once it verified; a files scratch target of a 0.2 run takes
-    // a big record in parts (a body that fails instead of ending when the record does not verify,
-    // which the files writer then never puts in place), any other record over MEMORY_STAGE is
-    // staged in a 0600 file while it verifies. A record that does not verify ends the drill
-    // (`error`). One write at a time, in archive order (a sqlite target's schema record first);
-    // each write starts before the next record is asked for, since asking is what feeds the parts
-    // of a record in parts to the write (@coffer/archive `recordsToWrite`).
-    const inParts = scratch.config.type === 'files' && isChunkedManifest(run.manifest.document);
-    const stager = new FileStager(options.scratch.dir);
-    const target = writer;
-    const write = async (name: string, rec: FedRecord): Promise<void> => {
-      try {
-        const r = await target.write(name, rec.body(), { ...rec.entry.metadata });
-        if (!r.written) {
-          ev.notRestorable++;
-          return;
-        }
-      } finally {
-        await rec.release();
-      }
-      ev.bytes += rec.entry.size;
-      expected.set(name, rec.entry);
-    };
-    let writing: Promise<void> | null = null;
-    try {
-      const feed = feedRecords(run, entries, {
-        memoryLimit: inParts ? Number.POSITIVE_INFINITY : MEMORY_STAGE,
-        stager,
-        ownBodies: scratch.config.type !== 'files',
-        ...(inParts ? { partBytes: PART_BYTES } : {}),
-      });
-      let i = 0;
-      for await (const rec of feed.records) {
-        await writing;
-        writing = write(names[i++]!, rec);
-        // Awaited above or below; until then a failure must not count as unhandled.
-        writing.catch(() => undefined);
-      }
-      await writing;
-    } finally {
-      await writing?.catch(() => undefined);
-      await stager.close();
-    }
+    const expected = await restoreIntoScratch(run, scratch, writer, options.scratch.dir, ev);
     await writer.close();
     writer = null;
     ev.timings.restoreMs = Math.round(performance.now() - tRestore);
