@@ -5,6 +5,7 @@
  */
 import type { ObjectStore } from '@coffer/objectstore';
 import { type ChunkedIndex, openChunkedIndex, unwrapChunkKey } from './chunked-reader.ts';
+import { ArchiveError } from './errors.ts';
 import type { ChunkKeys } from './internal/chunk-keys.ts';
 import { type ChunkMap, chunkMapIsCurrent, loadChunkMap } from './internal/chunked-index.ts';
 import { assertRuntime } from './internal/runtime.ts';
@@ -84,6 +85,10 @@ export function baseOf(
   index: ChunkedIndex,
   map: ChunkMap,
 ): ChunkedBase {
+  if (index.lines === null)
+    throw new ArchiveError('ERR_ARCHIVE_INVALID_ARGUMENT', {
+      detail: 'a base needs the index opened with its lines',
+    });
   const records = new Map<string, IndexEntry>();
   const lines = new Map<string, string>();
   for (let i = 0; i < index.entries.length; i++) {

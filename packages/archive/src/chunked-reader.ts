@@ -98,8 +98,11 @@ export async function unwrapChunkKey(
 
 export interface ChunkedIndex {
   entries: IndexEntry[];
-  /** The signed line of each entry, as stored (same order as `entries`). */
-  lines: string[];
+  /**
+   * The signed line of each entry, as stored (same order as `entries`); null when the index was
+   * opened without them (`keepLines` false: it cannot become a base).
+   */
+  lines: string[] | null;
   packRefs: PackRefLine[];
 }
 
@@ -107,18 +110,34 @@ export interface ChunkedIndex {
  * Reads and opens a 0.2 run's index.bin (size and digest first, then the frames, then every line).
  * With `known`, a line equal to a known record's line is taken as that record, with this index's
  * sequence number, instead of being parsed again (types.ts KnownRecords).
+ *
+ * `keepLines` false (a reader that restores or verifies, a prune): the lines are not kept, only
+ * the records parsed from them, and each record line is parsed as its frame opens, so each frame's
+ * decoded text (about 1 MiB, held outside the V8 heap) can go before the next one opens. Only a
+ * base needs the lines (the next run compares its records' lines with them). Kept, the lines and
+ * the strings sliced from them hold every frame's text for as long as the records live: about
+ * 450 bytes per record beside the records themselves (a 200,000-record run: about 100 MiB).
  */
 export async function openChunkedIndex(
   store: ObjectStore,
   manifest: VerifiedManifest,
   keys: ChunkKeys,
   known?: KnownRecords | null,
+  keepLines = true,
 ): Promise<ChunkedIndex> {
   const doc = manifest.document as ChunkedManifestDocument;
   const object = layout.index(doc.job, doc.runId);
   let bytes: Uint8Array | null = await readSignedIndex(store, doc);
   const matcher = known === undefined || known === null ? null : new KnownLines(known);
-  // The known record of each record line (by position among the record lines), when it has one.
+  const parse = (line: string, what: string): unknown => {
+    try {
+      return JSON.parse(line);
+    } catch {
+      throw new ArchiveError('ERR_ARCHIVE_INDEX_TAMPERED', { object, detail: `${what}: not JSON` });
+    }
+  };
+  // The known record of each record line (by position among the record lines), when it has one;
+  // without `keepLines`, every other record line's record too, parsed as its frame opened.
   const same: (IndexEntry | undefined)[] = [];
   let seen = 0;
   let records = -1;
@@ -135,7 +154,9 @@ export async function openChunkedIndex(
     // few changes spread over the listing kept all of its frames (8 MiB more per run with 1 %
     // churn on the 1 GiB bench set, for as long as the engine lived). The header (line 0) tells
     // how many record lines follow; the pack references after them are not looked for.
-    matcher === null
+    // Without `keepLines` a record line is parsed here (every frame so far authenticated; the
+    // index as a whole is judged once all opened) and kept as '' in `lines`.
+    matcher === null && keepLines
       ? undefined
       : (line) => {
           const at = seen++;
@@ -144,22 +165,22 @@ export async function openChunkedIndex(
             return line;
           }
           if (at > records) return line;
-          const found = matcher.find(line);
-          if (found === null) return flatLine(line);
-          same[at - 1] = found.entry;
-          return found.line;
+          const found = matcher?.find(line) ?? null;
+          if (found !== null) same[at - 1] = found.entry;
+          if (keepLines) return found === null ? flatLine(line) : found.line;
+          if (found === null) {
+            const prev = at > 1 ? (same[at - 2] ?? null) : null;
+            same[at - 1] = toChunkedEntry(parse(line, `record ${at - 1}`), at - 1, object, {
+              line: null,
+              prev,
+            });
+          }
+          return '';
         },
   );
   bytes = null; // the sealed bytes are not needed while the lines are parsed
   if (lines === null)
     throw new ArchiveError('ERR_ARCHIVE_INDEX_TAMPERED', { object, detail: 'a frame does not open' });
-  const parse = (line: string, what: string): unknown => {
-    try {
-      return JSON.parse(line);
-    } catch {
-      throw new ArchiveError('ERR_ARCHIVE_INDEX_TAMPERED', { object, detail: `${what}: not JSON` });
-    }
-  };
   const header = parse(lines[0]!, 'header') as Record<string, unknown>;
   const inconsistent = (detail: string) =>
     new ArchiveError('ERR_ARCHIVE_INDEX_INCONSISTENT', { object, detail });
@@ -197,7 +218,7 @@ export async function openChunkedIndex(
   for (let i = 1 + header.records; i < lines.length; i++)
     packRefs.push(toPackRef(parse(lines[i]!, 'pack reference'), object));
   if (packRefs.length !== doc.totals.packs) throw inconsistent('pack count differs from the manifest');
-  return { entries, lines: lines.slice(1, 1 + header.records), packRefs };
+  return { entries, lines: keepLines ? lines.slice(1, 1 + header.records) : null, packRefs };
 }
 
 /**
@@ -252,6 +273,11 @@ export class ChunkedRunReader implements OpenedRun {
   lentMap: ChunkMap | null = null;
   /** The chunk map in use is a lent one. */
   private lent = false;
+  /**
+   * @internal Keep the index's signed lines when it loads (verifyRun `keepBase`): only a base needs
+   * them, and without them each frame's text goes once its records are parsed (openChunkedIndex).
+   */
+  keepLines = false;
 
   constructor(store: ObjectStore, manifest: VerifiedManifest, keys: ChunkKeys, workers?: number) {
     this.store = store;
@@ -265,7 +291,7 @@ export class ChunkedRunReader implements OpenedRun {
     // Known records serve this one load: the reader does not keep them (a base) alive after it.
     const known = this.known;
     this.known = null;
-    this.index ??= openChunkedIndex(this.store, this.manifest, this.keys, known);
+    this.index ??= openChunkedIndex(this.store, this.manifest, this.keys, known, this.keepLines);
     return this.index;
   }
 
@@ -301,12 +327,14 @@ export class ChunkedRunReader implements OpenedRun {
   }
 
   /**
-   * The index and chunk map this reader loaded, when the map is exactly the job's pack indexes
-   * (no pack was described by scanning it): what the next run may build on. Null otherwise.
+   * The index and chunk map this reader loaded, when the index kept its lines (`keepLines`) and the
+   * map is exactly the job's pack indexes (no pack was described by scanning it): what the next run
+   * may build on. Null otherwise.
    */
   async loaded(): Promise<{ index: ChunkedIndex; map: ChunkMap } | null> {
     if (this.index === null || this.map === null || this.scanned || this.lent) return null;
-    return { index: await this.index, map: await this.map };
+    const index = await this.index;
+    return index.lines === null ? null : { index, map: await this.map };
   }
 
   /**

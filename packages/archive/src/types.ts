@@ -469,7 +469,9 @@ export interface VerifyRunOptions extends OpenRunOptions {
    * (`VerifyVerdict.base`), built from the index and pack indexes this verification read and
    * checked, so the next run need not read them again. Holds the run's records and the job's chunk
    * map in memory: keep it only as long as that is affordable, and check it with
-   * `isChunkedBaseCurrent` before use.
+   * `isChunkedBaseCurrent` before use. A base needs the index's signed lines, which a reader from
+   * `openRun` does not keep: with `opened`, no base is returned unless this verification loads
+   * the index itself.
    */
   keepBase?: boolean;
   /**

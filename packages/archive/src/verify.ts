@@ -55,6 +55,8 @@ export async function verifyRun(store: ObjectStore, options: VerifyRunOptions): 
         // only the pack indexes stored since it loaded are read.
         run.knownMap = baseMapOf(options.knownRecords, job, run.keys.keyId);
       }
+      // A base keeps the index's lines (a run opened before without them yields no base).
+      if (options.keepBase === true) run.keepLines = true;
       // 0.2: every record's chunks (pack digest, tag, chunk id) and plaintext, and the pack references.
       await run.verifyAll(checks, options.onProgress, options.newPacks);
       const kept = options.keepBase === true ? await run.loaded() : null;

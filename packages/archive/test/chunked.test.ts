@@ -129,7 +129,7 @@ t.test('an unchanged record keeps its base line only while its other fields are 
   // Lines as stored: the reused one is the base's line, every one is the canonical line.
   const lines = async (runId: string) => {
     const index = await openChunkedIndex(store, (await open(runId)).manifest, base!.keys);
-    return new Map(index.entries.map((e, i) => [e.name, { e, line: index.lines[i]! }]));
+    return new Map(index.entries.map((e, i) => [e.name, { e, line: index.lines![i]! }]));
   };
   const [l1, l2] = [await lines('run-0001'), await lines('run-0002')];
   t.equal(l2.get('same')!.line, l1.get('same')!.line);

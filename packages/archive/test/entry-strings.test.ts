@@ -6,7 +6,7 @@
 import { getHeapSnapshot } from 'node:v8';
 import type { ObjectStore } from '@coffer/objectstore';
 import t from 'tap';
-import { loadChunkedBase, type RecordInput } from '../src/index.ts';
+import { type IndexEntry, loadChunkedBase, openRun, type RecordInput } from '../src/index.ts';
 import { toChunkedEntry } from '../src/internal/chunked-index.ts';
 import { JOB, writeRun } from './chain-helpers.ts';
 import { fsStore, type Keys, keys, pseudoRandom, text } from './helpers.ts';
@@ -161,4 +161,66 @@ t.test('records of one source keep their fields around another source', async (t
   const after = entries[other.seq + 1]!;
   t.equal(after.namespace, NAMESPACE, 'and the record after it is of the first source again');
   t.equal(after.binding, entries[0]!.binding);
+});
+
+/** Strings in the heap holding a record line's text (a line, a frame's text, or more). */
+async function lineTexts(): Promise<number> {
+  let json = '';
+  for await (const chunk of getHeapSnapshot()) json += chunk;
+  const snap = JSON.parse(json) as {
+    snapshot: { meta: { node_fields: string[]; node_types: [string[]] } };
+    nodes: number[];
+    strings: string[];
+  };
+  const fields = snap.snapshot.meta.node_fields;
+  const types = snap.snapshot.meta.node_types[0];
+  const iType = fields.indexOf('type');
+  const iName = fields.indexOf('name');
+  // Built at run time: a literal of these characters in this module would be such a string itself.
+  const marker = ['"sha384":', '"sha384:'].join('');
+  let n = 0;
+  for (let i = 0; i < snap.nodes.length; i += fields.length) {
+    const type = types[snap.nodes[i + iType]!]!;
+    if (!type.includes('string')) continue;
+    if (snap.strings[snap.nodes[i + iName]!]!.includes(marker)) n++;
+  }
+  return n;
+}
+
+t.test('a reader keeps its records, not the index text they were parsed from', async (t) => {
+  const { store } = fsStore(t);
+  const k = keys();
+  await writeRun(store, k, 'run-0001', null, records());
+  const run = await openRun(store, { job: JOB, runId: 'run-0001', secretKey: k.breakGlass.secretKey });
+  const entries: IndexEntry[] = [];
+  for await (const e of run.records()) entries.push(e);
+  t.equal(entries.length, names().length + 2, 'every record');
+  // The same records as a base parses (which keeps the lines), field for field.
+  const b = await loadChunkedBase(store, { job: JOB, runId: 'run-0001', secretKey: k.operational.secretKey });
+  t.same(
+    entries,
+    [...b!.records.values()].sort((x, y) => x.seq - y.seq),
+    'the records a base holds',
+  );
+  t.ok((await lineTexts()) > 0, 'a base holds its lines (the check sees them)');
+  t.equal(await (run as unknown as { loaded(): Promise<unknown> }).loaded(), null, 'the reader is no base');
+  t.ok(b !== null);
+});
+
+t.test('with only the reader alive, no line of the index is in the heap', async (t) => {
+  const { store } = fsStore(t);
+  const k = keys();
+  await writeRun(store, k, 'run-0001', null, records());
+  const run = await openRun(store, { job: JOB, runId: 'run-0001', secretKey: k.breakGlass.secretKey });
+  const entries: IndexEntry[] = [];
+  for await (const e of run.records()) entries.push(e);
+  t.equal(await lineTexts(), 0, 'no string holds a record line');
+  t.equal(entries.length, names().length + 2, 'while every record is held');
+  // And the records still read.
+  let n = 0;
+  for await (const r of run.readRecords(entries)) {
+    n++;
+    r.release();
+  }
+  t.equal(n, entries.length, 'every record reads');
 });

@@ -154,3 +154,27 @@ t.test('`opened` must be the run named; a 0.1 run is opened again', async (t) =>
   t.equal(v.checks.records, 1);
   t.equal(await isOpenedRunCurrent(old), false, 'a 0.1 reader is never reused');
 });
+
+t.test('a run opened without its lines yields no base; verifying it afresh does', async (t) => {
+  const { store } = fsStore(t);
+  const k = keys();
+  await writeRun(store, k, 'run-0001', null, records(1));
+  const opts = {
+    job: JOB,
+    runId: 'run-0001',
+    secretKey: k.operational.secretKey,
+    signerPublicKey: k.signer.publicKey,
+  };
+  // A reader keeps only the records parsed from its index, not the signed lines a base compares.
+  const run = await openRun(store, opts);
+  let listed = 0;
+  for await (const _ of run.records()) listed++;
+  t.equal(listed, records(1).length);
+  const reused = await verifyRun(store, { ...opts, opened: run, keepBase: true });
+  t.ok(reused.ok, 'the opened run verifies');
+  t.equal(reused.base, undefined, 'but is no base: its lines were not kept');
+  const fresh = await verifyRun(store, { ...opts, keepBase: true });
+  t.ok(fresh.ok);
+  t.equal(fresh.base?.records.size, records(1).length, 'a verify that opens the index itself keeps a base');
+  t.equal(fresh.base?.lines.size, records(1).length, 'with every line');
+});

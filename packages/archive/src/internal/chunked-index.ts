@@ -155,20 +155,22 @@ export function packRefLine(p: PackRefLine): string {
  * them is taken instead as a slice of the line where the line holds its exact characters (a
  * string without escapes), which V8 keeps as a reference into the line (32 bytes); binding,
  * namespace and source type, the same in most records, are the previous entry's strings when
- * equal. Only equal strings are swapped: the entry is the same either way.
+ * equal. Only equal strings are swapped: the entry is the same either way. With `line` null (a
+ * reader that does not keep its lines, openChunkedIndex) the parsed strings are kept, since a slice
+ * would keep the line's whole frame alive; only the source fields are shared.
  */
 export function toChunkedEntry(
   value: unknown,
   seq: number,
   object: string,
-  from?: { line: string; prev: IndexEntry | null },
+  from?: { line: string | null; prev: IndexEntry | null },
 ): IndexEntry {
   const bad = (what: string) =>
     new ArchiveError('ERR_ARCHIVE_INDEX_TAMPERED', { object, detail: `record ${seq}: ${what}` });
   const fields = commonEntryFields(value, bad);
   if (fields.change !== undefined && typeof fields.change !== 'string') throw bad('bad change token');
   if (!Array.isArray(fields.chunks)) throw bad('bad chunks');
-  const { refs, total } = chunkRefsOf(fields.chunks, from?.line, bad);
+  const { refs, total } = chunkRefsOf(fields.chunks, from?.line ?? undefined, bad);
   if (total !== fields.size) {
     throw new ArchiveError('ERR_ARCHIVE_INDEX_INCONSISTENT', {
       object,
@@ -223,8 +225,8 @@ function chunkRefsOf(
 
 /**
  * Swaps the strings of parsed record `f` (JSON.parse's copies) for equal ones held anyway: its
- * name, digest and change token for slices of its `line`, its source fields for those of `prev`
- * when equal (toChunkedEntry).
+ * name, digest and change token for slices of its `line` (when kept), its source fields for those
+ * of `prev` when equal (toChunkedEntry).
  */
 function holdOnce(
   f: {
@@ -235,7 +237,7 @@ function holdOnce(
     namespace: string;
     change?: string;
   },
-  line: string,
+  line: string | null,
   prev: IndexEntry | null,
 ): void {
   if (prev !== null) {
@@ -243,6 +245,7 @@ function holdOnce(
     if (prev.binding === f.binding) f.binding = prev.binding;
     if (prev.namespace === f.namespace) f.namespace = prev.namespace;
   }
+  if (line === null) return;
   f.name = sliceOf(line, f.name);
   f.sha384 = sliceOf(line, f.sha384) as Digest;
   if (f.change !== undefined) f.change = sliceOf(line, f.change);

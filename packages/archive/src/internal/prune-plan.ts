@@ -70,7 +70,8 @@ export async function readRuns(
         refs = { keys, runs: [], chunks: new Map(), packSize: doc.chunking.packSize };
         byKey.set(doc.chunkKey, refs);
       }
-      const index = await openChunkedIndex(store, manifest, refs.keys);
+      // Only the chunk ids are wanted: the lines (and each frame's text) go as the records parse.
+      const index = await openChunkedIndex(store, manifest, refs.keys, null, false);
       const own = new Set<string>();
       for (const e of index.entries) for (const c of e.chunks ?? []) own.add(c.id);
       for (const id of own) if (!refs.chunks.has(id)) refs.chunks.set(id, runId);
