@@ -11,6 +11,7 @@ import {
   type ChunkedManifestDocument,
   createChunkedWriter,
   type IndexEntry,
+  layout,
   loadChunkedBase,
   openRun,
   type RecordInput,
@@ -396,5 +397,53 @@ t.test(
     t.equal(error?.code, 'ERR_ARCHIVE_RECORD_TAMPERED');
     t.match(error?.message, new RegExp(`: record ${entries[0]!.seq}$`), 'naming s0');
     t.same(seen, [], 'no record after it, whole or in part');
+  },
+);
+
+t.test(
+  'two signed ids for the same bytes of a pack: the second record using them is refused, after the first',
+  async (t) => {
+    const { store, k } = await twoRuns(t);
+    const opts = { job: 'job-a', runId: 'run-0001', secretKey: k.operational.secretKey };
+    const first = await openRun(store, opts);
+    const doc = first.manifest.document as ChunkedManifestDocument;
+    const chunkKeys = await unwrapChunkKey(doc, 'manifest', k.operational.secretKey);
+    const map = await loadChunkMap(store, 'job-a', chunkKeys);
+    const entries = await runEntries(first);
+    const owner = entries[0]!;
+    const chunk = owner.chunks![0]!;
+    const at = map.chunks.get(chunk.id)!;
+    // A pack index (sealed with the job's chunk key, as only a key holder can) describing the pack
+    // of the first record's first chunk again, with another id for that chunk.
+    const line = map.packs.get(at.pack)!;
+    const other = 'f'.repeat(64);
+    const indexId = 'fedcba9876543210fedcba9876543210';
+    const forged = {
+      ...line,
+      chunks: line.chunks.map((c) => (c.offset === at.offset ? { ...c, id: other } : c)),
+    };
+    t.not(JSON.stringify(forged.chunks), JSON.stringify(line.chunks), 'the forged line differs');
+    await store.put(
+      layout.packIndex('job-a', chunkKeys.keyId, indexId),
+      sealPackIndex('job-a', chunkKeys, indexId, [forged], sessionSalt()).bytes,
+    );
+    const run = await openRun(store, opts);
+    // A second record naming the other id: its bytes are the same offset and length in that pack.
+    const twin: IndexEntry = { ...owner, seq: owner.seq + 1, chunks: [{ id: other, length: chunk.length }] };
+    const seen: string[] = [];
+    const error = await (async () => {
+      try {
+        for await (const r of run.readRecords([owner, twin])) {
+          seen.push(r.entry.name);
+          r.release();
+        }
+      } catch (e) {
+        return e as { code?: string; message?: string };
+      }
+      return null;
+    })();
+    t.same(seen, [owner.name], 'the record with the pack’s own id comes first');
+    t.equal(error?.code, 'ERR_ARCHIVE_CHUNK_TAMPERED', 'then the other id is refused');
+    t.match(error?.message, new RegExp(`chunk ${other} of run job-a/run-0001`));
   },
 );
