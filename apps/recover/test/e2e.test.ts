@@ -11,9 +11,10 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { join } from 'node:path';
+import { decodeKeyFile, recipientPublicKeyFromSecret } from '@coffer/crypto';
 import { tempDir } from '@coffer/testkit';
 import t from 'tap';
-import { buildFixture, copyBucket, type Fixture } from './fixture.ts';
+import { buildFixture, copyBucket, type Fixture, writeRun } from './fixture.ts';
 import { CLI_SRC, type CliTarget, cliArgs, runCli } from './helpers.ts';
 
 let f: Fixture;
@@ -166,6 +167,30 @@ t.test('records from several namespaces get binding/namespace directories', asyn
   t.equal(r.code, 0, r.stderr);
   t.equal(readFileSync(join(out, 'main', 'a', 'same'), 'utf8'), 'from main');
   t.equal(readFileSync(join(out, 'main', 'b', 'same'), 'utf8'), 'from other');
+});
+
+t.test('two records that map to one path: refused before anything is written', async (t) => {
+  const bucket = copyBucket(f, 'dup');
+  const breakGlass = decodeKeyFile(readFileSync(`${f.breakGlassKey}.pub`, 'utf8'), 'recipient-public').key;
+  const operational = recipientPublicKeyFromSecret(
+    decodeKeyFile(readFileSync(f.operationalKey, 'utf8'), 'recipient-secret').key,
+  );
+  // One source, the same name twice (a run may list a name again; the last one is the current one).
+  await writeRun(bucket, 'dup', 'd1', null, f.signer, { operational, breakGlass }, [
+    { name: 'first.txt', data: Buffer.from('first') },
+    { name: 'twice.txt', data: Buffer.from('one') },
+    { name: 'twice.txt', data: Buffer.from('two') },
+  ]);
+  const out = join(f.dir, 'out-dup');
+  const r = await runCli(
+    cliArgs('extract', { from: bucket, run: 'd1', key: f.breakGlassKey, to: out }, '--trust-unpinned-signer'),
+  );
+  t.equal(r.code, 7, r.stderr);
+  t.match(
+    r.stderr,
+    /records "twice\.txt" and "twice\.txt" both map to .*twice\.txt; extract them separately/,
+  );
+  t.notOk(existsSync(join(out, 'first.txt')), 'not even the record before them was written');
 });
 
 t.test('--pin-signer: the right fingerprint passes, another exits 8', async (t) => {
