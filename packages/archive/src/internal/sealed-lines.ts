@@ -86,9 +86,10 @@ export function joinFrames(frames: readonly Uint8Array[]): SealedIndex {
  * Opens sealed index frames back into lines; null when a frame is malformed or fails its tag (the
  * caller names the object and the error). The frames must be numbered 0..k-1, the last final.
  * `substitute`, given, is asked for each line as its frame opens and returns the string to keep
- * for it: an equal string the caller already holds lets that frame's decoded text go before the
- * next frame opens, rather than every frame's text staying alive under the lines sliced from it.
- * It must return a string equal to the line (nothing is judged before every frame has opened).
+ * for it: an equal string the caller already holds, or '' for a line the caller parsed there and
+ * then, lets that frame's decoded text go before the next frame opens, rather than every frame's
+ * text staying alive under the lines sliced from it. Each frame is authenticated before its lines
+ * are handed over; whether the frames make a whole index is judged only once every one opened.
  */
 export function openLines(
   bytes: Uint8Array,
