@@ -107,26 +107,40 @@ export async function extract(cmd: ExtractCommand, report: Reporter, io: Io): Pr
     const multiSource = sources.size > 1;
 
     const target = await ExtractTarget.open(cmd.to, { force: cmd.force });
-    // A record's path segments are made again where they are needed rather than held for every
-    // record through the writes (on 200,000 records, about 150 bytes each).
-    const segmentsOf = (entry: IndexEntry) => entrySegments(entry, multiSource);
-    checkPaths(selected, segmentsOf, target, runLabel);
+    const plan = selected.map((entry) => ({ entry, segments: entrySegments(entry, multiSource) }));
+    const seen = new Map<string, string>();
+    for (const { entry, segments } of plan) {
+      const rel = segments.join('/');
+      const other = seen.get(rel);
+      if (other !== undefined) {
+        throw new RecoverError(
+          'ERR_RECOVER_EXISTS',
+          `${runLabel}: records ${quoteName(other)} and ${quoteName(entry.name)} both map to ${target.pathOf(segments)}; extract them separately with --record`,
+          { object: entry.name },
+        );
+      }
+      seen.set(rel, entry.name);
+    }
+    for (const { entry, segments } of plan) {
+      const refusal = target.precheck(segments, `record ${quoteName(entry.name)}`);
+      if (refusal) throw refusal;
+    }
 
-    const total = selected.reduce((n, e) => n + e.size, 0);
+    const total = plan.reduce((n, p) => n + p.entry.size, 0);
     let done = 0;
     let count = 0;
-    await writeRecords(run, target, selected, segmentsOf, {
+    await writeRecords(run, target, plan, {
       signal: io.signal,
       label: (entry) => `${runLabel}: record ${quoteName(entry.name)}`,
       onWritten: (entry) => {
         done += entry.size;
         count++;
-        progress.update(done, total, `${count}/${selected.length} records`);
+        progress.update(done, total, `${count}/${plan.length} records`);
       },
     });
-    const written = selected.map((entry) => ({
+    const written = plan.map(({ entry, segments }) => ({
       name: entry.name,
-      path: target.pathOf(segmentsOf(entry)),
+      path: target.pathOf(segments),
       size: entry.size,
       sha384: entry.sha384,
     }));
@@ -175,34 +189,9 @@ const PART_BYTES = 4 * 1024 * 1024;
 /** In-memory bodies of several pieces up to this size are joined (one synchronous write). */
 const JOIN_MAX = 1024 * 1024;
 
-/**
- * Before the first byte: no two records map to one path, and the target refuses none of the paths
- * (step 3). The map of paths lives only as long as this check.
- */
-function checkPaths(
-  selected: readonly IndexEntry[],
-  segmentsOf: (entry: IndexEntry) => string[],
-  target: ExtractTarget,
-  runLabel: string,
-): void {
-  const seen = new Map<string, string>();
-  for (const entry of selected) {
-    const segments = segmentsOf(entry);
-    const rel = segments.join('/');
-    const other = seen.get(rel);
-    if (other !== undefined) {
-      throw new RecoverError(
-        'ERR_RECOVER_EXISTS',
-        `${runLabel}: records ${quoteName(other)} and ${quoteName(entry.name)} both map to ${target.pathOf(segments)}; extract them separately with --record`,
-        { object: entry.name },
-      );
-    }
-    seen.set(rel, entry.name);
-  }
-  for (const entry of selected) {
-    const refusal = target.precheck(segmentsOf(entry), `record ${quoteName(entry.name)}`);
-    if (refusal) throw refusal;
-  }
+interface PlannedRecord {
+  entry: IndexEntry;
+  segments: string[];
 }
 
 interface WriteHooks {
@@ -223,8 +212,7 @@ interface WriteHooks {
 async function writeRecords(
   run: OpenedRun,
   target: ExtractTarget,
-  plan: readonly IndexEntry[],
-  segmentsOf: (entry: IndexEntry) => string[],
+  plan: readonly PlannedRecord[],
   hooks: WriteHooks,
 ): Promise<void> {
   const inFlight = new Set<Promise<void>>();
@@ -234,10 +222,11 @@ async function writeRecords(
   let failure: { error: unknown; entry: IndexEntry } | undefined;
   const interrupted = () =>
     new RecoverError('ERR_RECOVER_INTERRUPTED', 'interrupted; the record being written was discarded');
-  const start = (entry: IndexEntry, body: RecordBody, release: () => void) => {
+  const start = (item: PlannedRecord, body: RecordBody, release: () => void) => {
+    const { entry } = item;
     inFlightBytes += entry.size;
     const task = target
-      .write(segmentsOf(entry), body, metadataOf(entry), `record ${quoteName(entry.name)}`)
+      .write(item.segments, body, metadataOf(entry), `record ${quoteName(entry.name)}`)
       .then(
         () => hooks.onWritten(entry),
         (error: unknown) => {
@@ -260,29 +249,32 @@ async function writeRecords(
   };
   try {
     for (let i = 0; i < plan.length && failure === undefined; ) {
-      if (plan[i]!.size > inMemoryMax) {
-        const entry = plan[i++]!;
+      if (plan[i]!.entry.size > inMemoryMax) {
+        const item = plan[i++]!;
         await room(Number.POSITIVE_INFINITY); // alone: its body streams
         if (failure !== undefined) break;
         if (hooks.signal?.aborted) {
-          failure = { error: interrupted(), entry };
+          failure = { error: interrupted(), entry: item.entry };
           break;
         }
-        start(entry, guarded(run.readRecord(entry), hooks.signal, interrupted), () => {});
+        start(item, guarded(run.readRecord(item.entry), hooks.signal, interrupted), () => {});
         await Promise.all(inFlight);
         continue;
       }
       let end = i;
-      while (end < plan.length && plan[end]!.size <= inMemoryMax) end++;
+      while (end < plan.length && plan[end]!.entry.size <= inMemoryMax) end++;
       const slice = plan.slice(i, end);
       i = end;
       let yielded = 0;
       let last: RecordToWrite | undefined;
       try {
-        const reads = run.readRecords(slice, { maxRecordBytes: inMemoryMax, partBytes: PART_BYTES });
+        const reads = run.readRecords(
+          slice.map((p) => p.entry),
+          { maxRecordBytes: inMemoryMax, partBytes: PART_BYTES },
+        );
         for await (const rec of recordsToWrite(reads, { signal: hooks.signal, interrupted })) {
           last = rec;
-          const entry = slice[yielded++]!;
+          const item = slice[yielded++]!;
           await room(rec.entry.size);
           if (failure !== undefined || hooks.signal?.aborted) {
             rec.release();
@@ -290,12 +282,12 @@ async function writeRecords(
             break;
           }
           const body = rec.parts === null ? bodyOf(rec.pieces!, rec.entry.size) : rec.parts.body();
-          start(entry, body, rec.release);
+          start(item, body, rec.release);
         }
       } catch (error) {
         // The record that failed: the one whose parts were still coming, else the next one.
         const at = last?.parts != null && !last.parts.complete ? yielded - 1 : yielded;
-        failure ??= { error, entry: slice[at] ?? slice[slice.length - 1]! };
+        failure ??= { error, entry: (slice[at] ?? slice[slice.length - 1]!).entry };
       }
     }
   } finally {
