@@ -163,8 +163,11 @@ t.test('records of one source keep their fields around another source', async (t
   t.equal(after.binding, entries[0]!.binding);
 });
 
-/** Strings in the heap holding a record line's text (a line, a frame's text, or more). */
-async function lineTexts(): Promise<number> {
+/**
+ * Strings in the heap holding a record line's text (a line, a frame's text, or more), and chunk
+ * references as a record line writes them (`id:length`, which JSON.parse copies out of the line).
+ */
+async function lineTexts(): Promise<{ lines: number; references: number }> {
   let json = '';
   for await (const chunk of getHeapSnapshot()) json += chunk;
   const snap = JSON.parse(json) as {
@@ -178,13 +181,16 @@ async function lineTexts(): Promise<number> {
   const iName = fields.indexOf('name');
   // Built at run time: a literal of these characters in this module would be such a string itself.
   const marker = ['"sha384":', '"sha384:'].join('');
-  let n = 0;
+  let lines = 0;
+  let references = 0;
   for (let i = 0; i < snap.nodes.length; i += fields.length) {
     const type = types[snap.nodes[i + iType]!]!;
     if (!type.includes('string')) continue;
-    if (snap.strings[snap.nodes[i + iName]!]!.includes(marker)) n++;
+    const name = snap.strings[snap.nodes[i + iName]!]!;
+    if (name.includes(marker)) lines++;
+    if (/^[0-9a-f]{64}:\d+$/.test(name)) references++;
   }
-  return n;
+  return { lines, references };
 }
 
 t.test('a reader keeps its records, not the index text they were parsed from', async (t) => {
@@ -202,7 +208,7 @@ t.test('a reader keeps its records, not the index text they were parsed from', a
     [...b!.records.values()].sort((x, y) => x.seq - y.seq),
     'the records a base holds',
   );
-  t.ok((await lineTexts()) > 0, 'a base holds its lines (the check sees them)');
+  t.ok((await lineTexts()).lines > 0, 'a base holds its lines (the check sees them)');
   t.equal(await (run as unknown as { loaded(): Promise<unknown> }).loaded(), null, 'the reader is no base');
   t.ok(b !== null);
 });
@@ -214,7 +220,9 @@ t.test('with only the reader alive, no line of the index is in the heap', async 
   const run = await openRun(store, { job: JOB, runId: 'run-0001', secretKey: k.breakGlass.secretKey });
   const entries: IndexEntry[] = [];
   for await (const e of run.records()) entries.push(e);
-  t.equal(await lineTexts(), 0, 'no string holds a record line');
+  const held = await lineTexts();
+  t.equal(held.lines, 0, 'no string holds a record line');
+  t.equal(held.references, 0, 'nor a chunk reference as the line writes it (each id is its own)');
   t.equal(entries.length, names().length + 2, 'while every record is held');
   // And the records still read.
   let n = 0;

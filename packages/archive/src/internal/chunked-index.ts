@@ -216,7 +216,8 @@ function chunkRefsOf(
     const ref = c as string;
     // A reference is 64 hex digits and its length: always in the line as written.
     const p = line === undefined ? -1 : line.indexOf(ref, at);
-    refs[i] = { id: p < 0 ? ref.slice(0, 64) : line!.slice(p, p + 64), length };
+    // Without the line, an id of its own (flatCopy): a slice would hold the parsed reference too.
+    refs[i] = { id: p < 0 ? flatCopy(ref.slice(0, 64)) : line!.slice(p, p + 64), length };
     if (p >= 0) at = p + ref.length;
     total += length;
   }
