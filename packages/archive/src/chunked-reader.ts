@@ -139,44 +139,16 @@ export async function openChunkedIndex(
   // The known record of each record line (by position among the record lines), when it has one;
   // without `keepLines`, every other record line's record too, parsed as its frame opened.
   const same: (IndexEntry | undefined)[] = [];
-  let seen = 0;
-  let records = -1;
   const lines = openLines(
     bytes,
     runIndexKey(keys, doc.runId),
     runBinding(doc.job, doc.runId),
     runTag(doc.job, doc.runId),
-    // A line equal to a known one is kept as the known string as its frame opens, so the frames'
-    // decoded text need not all stay alive at once (a run with nothing changed drops each). A line
-    // not known is kept as a copy of its own (`flatLine`), not as a slice of its frame: the records
-    // built on it become the next run's base, whose known lines are carried on run after run, so
-    // a slice kept a whole frame (about 1 MiB) alive for one changed line, and every run with a
-    // few changes spread over the listing kept all of its frames (8 MiB more per run with 1 %
-    // churn on the 1 GiB bench set, for as long as the engine lived). The header (line 0) tells
-    // how many record lines follow; the pack references after them are not looked for.
-    // Without `keepLines` a record line is parsed here (every frame so far authenticated; the
-    // index as a whole is judged once all opened) and kept as '' in `lines`.
     matcher === null && keepLines
       ? undefined
-      : (line) => {
-          const at = seen++;
-          if (at === 0) {
-            records = headerRecords(line);
-            return line;
-          }
-          if (at > records) return line;
-          const found = matcher?.find(line) ?? null;
-          if (found !== null) same[at - 1] = found.entry;
-          if (keepLines) return found === null ? flatLine(line) : found.line;
-          if (found === null) {
-            const prev = at > 1 ? (same[at - 2] ?? null) : null;
-            same[at - 1] = toChunkedEntry(parse(line, `record ${at - 1}`), at - 1, object, {
-              line: null,
-              prev,
-            });
-          }
-          return '';
-        },
+      : lineKeeper(matcher, keepLines, same, (line, i, prev) =>
+          toChunkedEntry(parse(line, `record ${i}`), i, object, { line: null, prev }),
+        ),
   );
   bytes = null; // the sealed bytes are not needed while the lines are parsed
   if (lines === null)
@@ -219,6 +191,43 @@ export async function openChunkedIndex(
     packRefs.push(toPackRef(parse(lines[i]!, 'pack reference'), object));
   if (packRefs.length !== doc.totals.packs) throw inconsistent('pack count differs from the manifest');
   return { entries, lines: keepLines ? lines.slice(1, 1 + header.records) : null, packRefs };
+}
+
+/**
+ * What openChunkedIndex keeps of each line as its frame opens (openLines' `substitute`). A line
+ * equal to a known one is kept as the known string, so the frames' decoded text need not all stay
+ * alive at once (a run with nothing changed drops each); its record goes into `same`. With
+ * `keepLines`, a line not known is kept as a copy of its own (`flatLine`), not as a slice of its
+ * frame: the records built on it become the next run's base, whose known lines are carried on
+ * run after run, so a slice kept a whole frame (about 1 MiB) alive for one changed line, and every
+ * run with a few changes spread over the listing kept all of its frames (8 MiB more per run with
+ * 1 % churn on the 1 GiB bench set, for as long as the engine lived). Without `keepLines`, a
+ * record line is parsed here (`parseRecord`, every frame so far authenticated; the index as a
+ * whole is judged once all opened), its record goes into `same` and the line is kept as ''. The
+ * header (line 0) tells how many record lines follow; the pack references after them are kept
+ * as they are.
+ */
+function lineKeeper(
+  matcher: KnownLines | null,
+  keepLines: boolean,
+  same: (IndexEntry | undefined)[],
+  parseRecord: (line: string, index: number, prev: IndexEntry | null) => IndexEntry,
+): (line: string) => string {
+  let seen = 0;
+  let records = -1;
+  return (line) => {
+    const at = seen++;
+    if (at === 0) {
+      records = headerRecords(line);
+      return line;
+    }
+    if (at > records) return line;
+    const found = matcher?.find(line) ?? null;
+    if (found !== null) same[at - 1] = found.entry;
+    if (keepLines) return found === null ? flatLine(line) : found.line;
+    if (found === null) same[at - 1] = parseRecord(line, at - 1, at > 1 ? (same[at - 2] ?? null) : null);
+    return '';
+  };
 }
 
 /**
