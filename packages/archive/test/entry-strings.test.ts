@@ -77,6 +77,28 @@ t.test('entries parsed from the lines are the entries JSON.parse makes', async (
   );
 });
 
+/**
+ * Calls `visit` with the node type and text of every string in a heap snapshot taken now (after
+ * a full collection). Nothing of the snapshot outlives the call, so a later snapshot sees none of it.
+ */
+async function eachHeapString(visit: (type: string, name: string) => void): Promise<void> {
+  let json = '';
+  for await (const chunk of getHeapSnapshot()) json += chunk;
+  const snap = JSON.parse(json) as {
+    snapshot: { meta: { node_fields: string[]; node_types: [string[]] } };
+    nodes: number[];
+    strings: string[];
+  };
+  const fields = snap.snapshot.meta.node_fields;
+  const types = snap.snapshot.meta.node_types[0];
+  const iType = fields.indexOf('type');
+  const iName = fields.indexOf('name');
+  for (let i = 0; i < snap.nodes.length; i += fields.length) {
+    const type = types[snap.nodes[i + iType]!]!;
+    if (type.includes('string')) visit(type, snap.strings[snap.nodes[i + iName]!]!);
+  }
+}
+
 /** A chunk reference as a record line (`id:length`) or a pack index line (`id:offset:length`) holds it. */
 const REFERENCE = /^[0-9a-f]{64}:\d+(:\d+)?$/;
 
@@ -90,31 +112,18 @@ async function flatCopies(
   counted: string,
   ids: Set<string>,
 ): Promise<{ flat: number; sliced: number; copies: number; idCopies: number }> {
-  let json = '';
-  for await (const chunk of getHeapSnapshot()) json += chunk;
-  const snap = JSON.parse(json) as {
-    snapshot: { meta: { node_fields: string[]; node_types: [string[]] } };
-    nodes: number[];
-    strings: string[];
-  };
-  const fields = snap.snapshot.meta.node_fields;
-  const types = snap.snapshot.meta.node_types[0];
-  const iType = fields.indexOf('type');
-  const iName = fields.indexOf('name');
   let flat = 0;
   let sliced = 0;
   let copies = 0;
   let idCopies = 0;
-  for (let i = 0; i < snap.nodes.length; i += fields.length) {
-    const type = types[snap.nodes[i + iType]!];
+  await eachHeapString((type, name) => {
     if (type === 'sliced string') sliced++;
     else if (type === 'string') {
-      const name = snap.strings[snap.nodes[i + iName]!]!;
       if (wanted.has(name) || (REFERENCE.test(name) && ids.has(name.slice(0, 64)))) flat++;
       if (name === counted) copies++;
       if (ids.has(name)) idCopies++;
     }
-  }
+  });
   return { flat, sliced, copies, idCopies };
 }
 
@@ -168,28 +177,16 @@ t.test('records of one source keep their fields around another source', async (t
  * references as a record line writes them (`id:length`, which JSON.parse copies out of the line).
  */
 async function lineTexts(): Promise<{ lines: number; references: number }> {
-  let json = '';
-  for await (const chunk of getHeapSnapshot()) json += chunk;
-  const snap = JSON.parse(json) as {
-    snapshot: { meta: { node_fields: string[]; node_types: [string[]] } };
-    nodes: number[];
-    strings: string[];
-  };
-  const fields = snap.snapshot.meta.node_fields;
-  const types = snap.snapshot.meta.node_types[0];
-  const iType = fields.indexOf('type');
-  const iName = fields.indexOf('name');
-  // Built at run time: a literal of these characters in this module would be such a string itself.
-  const marker = ['"sha384":', '"sha384:'].join('');
+  // Built at run time, once the snapshot is taken: a literal of these characters in this module,
+  // or the string made before, would be such a string itself.
+  let marker: string | undefined;
   let lines = 0;
   let references = 0;
-  for (let i = 0; i < snap.nodes.length; i += fields.length) {
-    const type = types[snap.nodes[i + iType]!]!;
-    if (!type.includes('string')) continue;
-    const name = snap.strings[snap.nodes[i + iName]!]!;
+  await eachHeapString((_type, name) => {
+    marker ??= ['"sha384":', '"sha384:'].join('');
     if (name.includes(marker)) lines++;
     if (/^[0-9a-f]{64}:\d+$/.test(name)) references++;
-  }
+  });
   return { lines, references };
 }
 
