@@ -35,6 +35,8 @@ import { BEGIN, END, type HashDigest, recordHasher } from './record-hash.ts';
 const PACK_WINDOW = 4;
 /** Visits kept opened but not yet reached, beyond the codec's parallelism (measured: more only costs memory). */
 const EXTRA_AHEAD = 0;
+/** Windows of a windowed read planned at most (ChunkedRunReader's streamed verify: 4,096 records each). */
+const PLANS_AHEAD = 4;
 /** Hash requests in flight before the oldest one is waited for. */
 const HASH_QUEUE = 1;
 /** SHA-384 of nothing: the digest of an empty record, which has no chunk to hash. */
@@ -71,14 +73,15 @@ interface Visit {
 }
 
 /**
- * The chunk uses of every record, in record order, as flat arrays: record r's uses are
- * `first[r]` up to `first[r + 1]`; use u is `length[u]` bytes at `offset[u]` in visit `visit[u]`,
- * or, with `visit[u]` -1, the error `errors.get(u)`. An array of use objects per record cost about
- * 240 bytes per single-chunk record (the list, grown by push, keeps room for 17), 48 MiB for a
- * 200,000-record run held for the whole read; these cost 16 bytes per use.
+ * The chunk uses of a window of records, in record order, as flat arrays: record r's uses are
+ * `first[r]` up to `first[r + 1]`; use u is `length[u]` bytes at `offset[u]` in visit `visit[u]`
+ * (an index into the stream's visits), or, with `visit[u]` -1, the error `errors.get(u)`. An
+ * array of use objects per record cost about 240 bytes per single-chunk record (the list, grown by
+ * push, keeps room for 17), 48 MiB for a 200,000-record run held for the whole read; these cost
+ * 16 bytes per use.
  */
 interface Plan {
-  visits: Visit[];
+  entries: readonly IndexEntry[];
   first: Uint32Array;
   visit: Int32Array;
   offset: Uint32Array;
@@ -97,79 +100,90 @@ interface Pending {
   parts: number;
 }
 
-/** Plans the chunk uses of `entries` into pack visits (see the module comment). */
-async function plan(ctx: ChunkStreamContext, entries: readonly IndexEntry[]): Promise<Plan> {
-  let total = 0;
-  for (const entry of entries) total += entry.chunks!.length;
-  const out: Plan = {
-    visits: [],
-    first: new Uint32Array(entries.length + 1),
-    visit: new Int32Array(total),
-    offset: new Uint32Array(total),
-    length: new Uint32Array(total),
-    errors: new Map(),
-  };
-  const { visits, errors } = out;
+/**
+ * Plans windows of records one after another into one list of pack visits (see the module
+ * comment): a pack still among the PACK_WINDOW most recently used continues its visit across a
+ * window's end, unless that visit already started (its checks went to the worker), in which case
+ * the pack gets a new visit.
+ */
+function planner(
+  ctx: ChunkStreamContext,
+  visits: Visit[],
+): (entries: readonly IndexEntry[]) => Promise<Plan> {
   // Visit indexes by pack, most recently used last.
   const recent = new Map<string, number>();
   const run = `${ctx.job}/${ctx.runId}`;
-  let u = 0;
-  const fail = (error: ArchiveError) => {
-    out.visit[u] = -1;
-    errors.set(u++, error);
-  };
-  for (let r = 0; r < entries.length; r++) {
-    out.first[r] = u;
-    for (const ref of entries[r]!.chunks!) {
-      const loc = ctx.map.chunks.get(ref.id) ?? (await ctx.locate(ref));
-      if (loc === undefined) {
-        fail(
-          new ArchiveError('ERR_ARCHIVE_CHUNK_MISSING', {
-            object: layout.packIndexPrefix(ctx.job, ctx.keys.keyId),
-            detail: `chunk ${ref.id} of run ${run}`,
-          }),
-        );
-        continue;
+  return async (entries) => {
+    let total = 0;
+    for (const entry of entries) total += entry.chunks!.length;
+    const out: Plan = {
+      entries,
+      first: new Uint32Array(entries.length + 1),
+      visit: new Int32Array(total),
+      offset: new Uint32Array(total),
+      length: new Uint32Array(total),
+      errors: new Map(),
+    };
+    const { errors } = out;
+    let u = 0;
+    const fail = (error: ArchiveError) => {
+      out.visit[u] = -1;
+      errors.set(u++, error);
+    };
+    for (let r = 0; r < entries.length; r++) {
+      out.first[r] = u;
+      for (const ref of entries[r]!.chunks!) {
+        const loc = ctx.map.chunks.get(ref.id) ?? (await ctx.locate(ref));
+        if (loc === undefined) {
+          fail(
+            new ArchiveError('ERR_ARCHIVE_CHUNK_MISSING', {
+              object: layout.packIndexPrefix(ctx.job, ctx.keys.keyId),
+              detail: `chunk ${ref.id} of run ${run}`,
+            }),
+          );
+          continue;
+        }
+        const line = ctx.map.packs.get(loc.pack);
+        if (line === undefined || loc.length !== ref.length) {
+          fail(
+            new ArchiveError(line === undefined ? 'ERR_ARCHIVE_PACK_MISSING' : 'ERR_ARCHIVE_CHUNK_TAMPERED', {
+              object: layout.pack(ctx.job, ctx.keys.keyId, loc.pack),
+              detail: line === undefined ? 'no pack index describes it' : `chunk ${ref.id}: length differs`,
+            }),
+          );
+          continue;
+        }
+        let i = recent.get(loc.pack);
+        if (i === undefined || visits[i]!.checks === null) {
+          i = visits.length;
+          visits.push({ pack: loc.pack, line, uses: 0, holds: 0, checks: new Map(), buf: null, plain: null });
+          if (!recent.delete(loc.pack) && recent.size >= PACK_WINDOW)
+            recent.delete(recent.keys().next().value!);
+        } else recent.delete(loc.pack);
+        recent.set(loc.pack, i);
+        const visit = visits[i]!;
+        const checks = visit.checks!;
+        const known = checks.get(loc.offset);
+        if (known === undefined) checks.set(loc.offset, ref);
+        else if (known.id !== ref.id) {
+          // Two signed ids for the same bytes: one of them is not what the pack holds.
+          fail(
+            new ArchiveError('ERR_ARCHIVE_CHUNK_TAMPERED', {
+              object: layout.pack(ctx.job, ctx.keys.keyId, loc.pack),
+              detail: `chunk ${ref.id} of run ${run}`,
+            }),
+          );
+          continue;
+        }
+        visit.uses++;
+        out.visit[u] = i;
+        out.offset[u] = loc.offset;
+        out.length[u++] = loc.length;
       }
-      const line = ctx.map.packs.get(loc.pack);
-      if (line === undefined || loc.length !== ref.length) {
-        fail(
-          new ArchiveError(line === undefined ? 'ERR_ARCHIVE_PACK_MISSING' : 'ERR_ARCHIVE_CHUNK_TAMPERED', {
-            object: layout.pack(ctx.job, ctx.keys.keyId, loc.pack),
-            detail: line === undefined ? 'no pack index describes it' : `chunk ${ref.id}: length differs`,
-          }),
-        );
-        continue;
-      }
-      let i = recent.get(loc.pack);
-      if (i === undefined) {
-        i = visits.length;
-        visits.push({ pack: loc.pack, line, uses: 0, holds: 0, checks: new Map(), buf: null, plain: null });
-        if (recent.size >= PACK_WINDOW) recent.delete(recent.keys().next().value!);
-      } else recent.delete(loc.pack);
-      recent.set(loc.pack, i);
-      const visit = visits[i]!;
-      const checks = visit.checks!;
-      const known = checks.get(loc.offset);
-      if (known === undefined) checks.set(loc.offset, ref);
-      else if (known.id !== ref.id) {
-        // Two signed ids for the same bytes: one of them is not what the pack holds.
-        fail(
-          new ArchiveError('ERR_ARCHIVE_CHUNK_TAMPERED', {
-            object: layout.pack(ctx.job, ctx.keys.keyId, loc.pack),
-            detail: `chunk ${ref.id} of run ${run}`,
-          }),
-        );
-        continue;
-      }
-      visit.uses++;
-      out.visit[u] = i;
-      out.offset[u] = loc.offset;
-      out.length[u++] = loc.length;
     }
-  }
-  out.first[entries.length] = u;
-  return out;
+    out.first[entries.length] = u;
+    return out;
+  };
 }
 
 /**
@@ -178,24 +192,55 @@ async function plan(ctx: ChunkStreamContext, entries: readonly IndexEntry[]): Pr
  * `partBytes` (with `keep`): a record larger than that is handed over in parts (RecordRead.part),
  * a part whenever the record's pieces not handed over reach `partBytes` and its next chunk is in
  * another visit; its last part only once its SHA-384 matched.
+ *
+ * `entries` may come in windows (an index read as its frames open, ChunkedRunReader's streamed
+ * verify): each window is planned when the one before it starts being read, so the pipeline runs
+ * on across a window's end and no more than two windows of records are held at once.
  */
 export async function* streamRecords(
   ctx: ChunkStreamContext,
-  entries: readonly IndexEntry[],
+  entries: readonly IndexEntry[] | AsyncIterable<readonly IndexEntry[]>,
   keep: boolean,
   partBytes = Number.POSITIVE_INFINITY,
   digest = true,
 ): AsyncGenerator<RecordRead> {
-  const planned = await plan(ctx, entries);
-  const { visits } = planned;
+  const visits: Visit[] = [];
+  const plan = planner(ctx, visits);
+  const windows = isWindowed(entries) ? entries[Symbol.asyncIterator]() : null;
+  // The windows planned and not yet read, the one being read first.
+  const plans: Plan[] = windows === null ? [await plan(entries as readonly IndexEntry[])] : [];
+  let exhausted = windows === null;
+  /**
+   * Plans windows ahead of the read: always the next one (so the pipeline runs on across a
+   * window's end), and more while the visit about to start would be the last one planned. A
+   * window may continue that visit only while it has not started: a pack holding many windows'
+   * records (200,000 small files: about 8,000 a pack) would otherwise be opened once per window.
+   * At most PLANS_AHEAD windows are held; past that a pack is opened again.
+   */
+  const planAhead = async (vi: number) => {
+    while (
+      !exhausted &&
+      (plans.length < 2 || (vi + ahead >= visits.length - 1 && plans.length < PLANS_AHEAD))
+    ) {
+      const n = await windows!.next();
+      if (n.done === true) exhausted = true;
+      else plans.push(await plan(n.value));
+    }
+  };
+  // Buffers are sized for the largest pack: of the whole plan when it is one, else of every pack
+  // the job's indexes describe (a window planned later may visit any of them). A pack described
+  // later (scanned, its index lost) that is larger gets a pool of its own size from then on.
   let size = 1;
-  for (const v of visits) size = Math.max(size, v.line.size, v.line.plainSize);
+  if (windows === null) for (const v of visits) size = Math.max(size, v.line.size, v.line.plainSize);
+  else for (const line of ctx.map.packs.values()) size = Math.max(size, line.size, line.plainSize);
   // Shared whenever a worker opens or hashes: a plain buffer would be copied there and back. The
   // pool never makes the reader wait (its bound is the plan's window plus what the consumer
   // holds), so a consumer holding records cannot deadlock it; released buffers are reused. (Sizing
   // each buffer for its own pack instead was tried: reuse got worse and peak memory rose.)
   const shared = ctx.codec !== inlineCodec;
-  const pool = new BufferPool({ size, count: Number.MAX_SAFE_INTEGER, shared });
+  let pool = new BufferPool({ size, count: Number.MAX_SAFE_INTEGER, shared });
+  const pools = [pool];
+  const lender = new Map<Uint8Array, BufferPool>();
   // Without `digest` (a second read of records a full read already checked, RecordsReadOptions
   // checkRecordDigest) no record is hashed: each is handed over once its chunks' ids matched.
   const hasher = digest ? recordHasher(shared) : null;
@@ -205,9 +250,22 @@ export async function* streamRecords(
   // loop ~50 ms), one more visit ahead so both lanes have one.
   const lanes = hasher === null && shared ? ctx.codec.parallel + 1 : 1;
   const ahead = ctx.codec.parallel + EXTRA_AHEAD + (lanes > 1 ? 1 : 0);
+  await planAhead(0);
+  /** The window after the one just read (planning on: a window of empty records started none). */
+  const nextWindow = async (): Promise<Plan | undefined> => {
+    plans.shift();
+    await planAhead(started);
+    return plans[0];
+  };
   let started = 0;
   const start = (v: Visit) => {
+    const need = Math.max(v.line.size, v.line.plainSize);
+    if (need > pool.size) {
+      pool = new BufferPool({ size: need, count: Number.MAX_SAFE_INTEGER, shared });
+      pools.push(pool);
+    }
     const buf = pool.tryAcquire()!;
+    lender.set(buf, pool);
     v.buf = buf;
     const checks = [...v.checks!].map(([offset, ref]) => ({ id: ref.id, offset, length: ref.length }));
     v.checks = null;
@@ -231,7 +289,9 @@ export async function* streamRecords(
     if (v.uses === 0 && v.holds === 0 && v.buf !== null) {
       const b = v.buf;
       v.buf = null;
-      pool.release(b);
+      const from = lender.get(b)!;
+      lender.delete(b);
+      from.release(b);
     }
   };
   // The batch being gathered (chunk uses of one visit in a row) and the hash requests in flight.
@@ -360,65 +420,68 @@ export async function* streamRecords(
     if (hasher === null) drop(v);
   };
   try {
-    for (let r = 0; r < entries.length; r++) {
-      const entry = entries[r]!;
-      const from = planned.first[r]!;
-      const to = planned.first[r + 1]!;
-      const p: Pending = {
-        entry,
-        key: from === to || hasher === null ? 0 : hasher.newKey(),
-        pieces: [],
-        visits: new Set(),
-        bytes: 0,
-        parts: 0,
-      };
-      if (p.key !== 0) openKeys.add(p.key);
-      const inParts = keep && entry.size > partBytes;
-      for (let u = from; u < to; u++) {
-        const vi = planned.visit[u]!;
-        const visit = vi < 0 ? null : visits[vi]!;
-        if (inParts && visit !== null && p.bytes >= partBytes && !p.visits.has(visit)) {
-          // A part: the records before this one come first (their hashes settle; a mismatch
-          // throws from here, so no record after it comes out), then the pieces so far, whose
-          // chunks the codec worker checked against their keyed ids. The hash request reading
-          // them holds their visits on its own, so the consumer may release the part before the
-          // record's digest is known.
-          startUpTo(vi);
-          yield* settleAll();
-          yield handOver(p, false);
-          p.pieces = [];
-          p.visits = new Set();
-          p.bytes = 0;
+    for (let planned = plans[0]; planned !== undefined; planned = await nextWindow())
+      for (let r = 0; r < planned.entries.length; r++) {
+        const entry = planned.entries[r]!;
+        const from = planned.first[r]!;
+        const to = planned.first[r + 1]!;
+        const p: Pending = {
+          entry,
+          key: from === to || hasher === null ? 0 : hasher.newKey(),
+          pieces: [],
+          visits: new Set(),
+          bytes: 0,
+          parts: 0,
+        };
+        if (p.key !== 0) openKeys.add(p.key);
+        const inParts = keep && entry.size > partBytes;
+        for (let u = from; u < to; u++) {
+          const vi = planned.visit[u]!;
+          const visit = vi < 0 ? null : visits[vi]!;
+          if (inParts && visit !== null && p.bytes >= partBytes && !p.visits.has(visit)) {
+            // A part: the records before this one come first (their hashes settle; a mismatch
+            // throws from here, so no record after it comes out), then the pieces so far, whose
+            // chunks the codec worker checked against their keyed ids. The hash request reading
+            // them holds their visits on its own, so the consumer may release the part before the
+            // record's digest is known.
+            if (!exhausted) await planAhead(vi);
+            startUpTo(vi);
+            yield* settleAll();
+            yield handOver(p, false);
+            p.pieces = [];
+            p.visits = new Set();
+            p.bytes = 0;
+          }
+          let plain: Uint8Array;
+          try {
+            if (visit === null) throw planned.errors.get(u)!;
+            if (!exhausted) await planAhead(vi);
+            startUpTo(vi);
+            plain = await visit.plain!;
+          } catch (e) {
+            yield* settleAll(); // earlier records' verdicts come first
+            throw e;
+          }
+          take(p, visit!, planned.offset[u]!, planned.length[u]!, plain, u === from, u === to - 1);
         }
-        let plain: Uint8Array;
-        try {
-          if (visit === null) throw planned.errors.get(u)!;
-          startUpTo(vi);
-          plain = await visit.plain!;
-        } catch (e) {
-          yield* settleAll(); // earlier records' verdicts come first
-          throw e;
+        if (hasher === null) {
+          if (from === to && entry.sha384 !== EMPTY_SHA384) throw tampered(p);
+          yield handOver(p);
+          continue;
         }
-        take(p, visit!, planned.offset[u]!, planned.length[u]!, plain, u === from, u === to - 1);
+        // The record is complete once the request carrying its last range settles (an empty record
+        // goes with whatever request is last, so records still come out in order).
+        // (`batch` is set by `take`, which the compiler's narrowing does not see.)
+        const gathering = batch as { ends: Pending[] } | null;
+        if (gathering !== null) gathering.ends.push(p);
+        else if (hashing.length > 0) hashing.at(-1)!.ends.push(p);
+        else {
+          if (entry.sha384 !== EMPTY_SHA384) throw tampered(p);
+          yield handOver(p);
+          continue;
+        }
+        while (hashing.length > HASH_QUEUE) for (const q of await settle()) yield handOver(q);
       }
-      if (hasher === null) {
-        if (from === to && entry.sha384 !== EMPTY_SHA384) throw tampered(p);
-        yield handOver(p);
-        continue;
-      }
-      // The record is complete once the request carrying its last range settles (an empty record
-      // goes with whatever request is last, so records still come out in order).
-      // (`batch` is set by `take`, which the compiler's narrowing does not see.)
-      const gathering = batch as { ends: Pending[] } | null;
-      if (gathering !== null) gathering.ends.push(p);
-      else if (hashing.length > 0) hashing.at(-1)!.ends.push(p);
-      else {
-        if (entry.sha384 !== EMPTY_SHA384) throw tampered(p);
-        yield handOver(p);
-        continue;
-      }
-      while (hashing.length > HASH_QUEUE) for (const q of await settle()) yield handOver(q);
-    }
     yield* settleAll();
   } finally {
     hasher?.forget([...openKeys]);
@@ -435,6 +498,13 @@ export async function* streamRecords(
       v.uses = 0;
       drop(v);
     }
-    pool.dispose();
+    for (const p of pools) p.dispose();
+    await windows?.return?.();
   }
+}
+
+function isWindowed(
+  entries: readonly IndexEntry[] | AsyncIterable<readonly IndexEntry[]>,
+): entries is AsyncIterable<readonly IndexEntry[]> {
+  return !Array.isArray(entries);
 }

@@ -98,14 +98,37 @@ export function openLines(
   tag: Uint8Array,
   substitute?: (line: string) => string,
 ): string[] | null {
-  const view = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const lines: string[] = [];
+  for (const frame of frameLines(bytes, key, binding, tag)) {
+    if (frame === null) return null;
+    for (const line of frame) lines.push(substitute === undefined ? line : substitute(line));
+  }
+  return lines.length > 0 ? lines : null;
+}
+
+/**
+ * The lines of each sealed index frame in turn, each frame authenticated (tag, sequence number,
+ * binding; final only when it is the last) before its lines are yielded; null, and nothing more,
+ * when a frame is malformed, fails its tag or does not end in a whole line. Whether the frames
+ * make a whole index is for the caller to judge once the last one opened: a caller acting on the
+ * lines before then (a streamed read, openChunkedIndex's `window`) acts only on authenticated
+ * content, which only a holder of the frames' key could have made.
+ */
+export function* frameLines(
+  bytes: Uint8Array,
+  key: Uint8Array,
+  binding: Uint8Array,
+  tag: Uint8Array,
+): Generator<string[] | null> {
+  const view = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   let o = 0;
   for (let seq = 0; o < view.length; seq++) {
-    if (view.length - o < 48) return null;
-    const stored = view.readUInt32BE(o + 16);
+    const stored = view.length - o < 48 ? -1 : view.readUInt32BE(o + 16);
     const end = o + 32 + stored + 16;
-    if (end > view.length) return null;
+    if (stored < 0 || end > view.length) {
+      yield null;
+      return;
+    }
     const r = core.openFrame({
       domain: 1,
       seq,
@@ -118,17 +141,17 @@ export function openLines(
       plainLength: null,
       out: null,
     });
-    if (!r.ok) return null;
-    let text: string;
+    let text = '';
     try {
-      text = utf8Decode(r.plain);
+      if (r.ok) text = utf8Decode(r.plain);
     } catch {
-      return null;
+      // not UTF-8: refused below, as a frame that does not open
     }
-    if (!text.endsWith('\n')) return null;
-    for (const line of text.slice(0, -1).split('\n'))
-      lines.push(substitute === undefined ? line : substitute(line));
+    if (!text.endsWith('\n')) {
+      yield null;
+      return;
+    }
     o = end;
+    yield text.slice(0, -1).split('\n');
   }
-  return lines.length > 0 ? lines : null;
 }
