@@ -34,7 +34,14 @@ import { runBinding, runTag } from './internal/run-binding.ts';
 import { openLines } from './internal/sealed-lines.ts';
 import { readSignedIndex } from './internal/signed-index.ts';
 import { listObjects } from './internal/store.ts';
-import { checkIndexHeader, parseIndexLine, streamChunkedIndex } from './internal/streamed-index.ts';
+import {
+  checkIndexHeader,
+  checkWindowSize,
+  isWindowed,
+  parseIndexLine,
+  RECORD_WINDOW,
+  streamChunkedIndex,
+} from './internal/streamed-index.ts';
 import { layout } from './layout.ts';
 import type {
   ChunkedManifestDocument,
@@ -61,11 +68,7 @@ const PREFETCH = 2;
  */
 const READ_BACK_AHEAD = 1;
 const DEFAULT_MAX_RECORD_BYTES = 64 * 1024 * 1024;
-/**
- * Records per window of a streamed verify (two are held at once): about 2.7 MiB of parsed records
- * each at the benchmark sets' 670 bytes a record, and two or three index frames.
- */
-const VERIFY_WINDOW = 4096;
+
 /** The largest pack a reader accepts when no pack index gives its size: 64 MiB + 8 MiB + table + frame. */
 const PACK_MAX_BYTES = 80 * 1024 * 1024;
 
@@ -277,7 +280,7 @@ export class ChunkedRunReader implements OpenedRun {
    */
   keepLines = false;
   /** @internal Records per window of a streamed verify (tests use small windows). */
-  verifyWindow = VERIFY_WINDOW;
+  verifyWindow = RECORD_WINDOW;
 
   constructor(store: ObjectStore, manifest: VerifiedManifest, keys: ChunkKeys, workers?: number) {
     this.store = store;
@@ -350,6 +353,17 @@ export class ChunkedRunReader implements OpenedRun {
   async *records(): AsyncIterable<IndexEntry> {
     const { entries } = await this.loadIndex();
     yield* entries;
+  }
+
+  async *recordWindows(size = RECORD_WINDOW): AsyncIterable<readonly IndexEntry[]> {
+    checkWindowSize(size);
+    if (this.index !== null) {
+      // Loaded already (records(), a base): its entries, rather than reading the index again.
+      const { entries } = await this.index;
+      for (let i = 0; i < entries.length; i += size) yield entries.slice(i, i + size);
+      return;
+    }
+    yield* streamChunkedIndex(this.store, this.manifest, this.keys, size);
   }
 
   /** The opened plaintext of a pack (digest against its pack index, then its tag under its own key). */
@@ -498,7 +512,7 @@ export class ChunkedRunReader implements OpenedRun {
   }
 
   async *readRecords(
-    entries: readonly IndexEntry[],
+    entries: readonly IndexEntry[] | AsyncIterable<readonly IndexEntry[]>,
     options: RecordsReadOptions = {},
   ): AsyncIterable<RecordRead> {
     const max = options.maxRecordBytes ?? DEFAULT_MAX_RECORD_BYTES;
@@ -507,22 +521,31 @@ export class ChunkedRunReader implements OpenedRun {
       throw new ArchiveError('ERR_ARCHIVE_INVALID_ARGUMENT', { detail: 'partBytes must be positive' });
     }
     let last = -1;
-    for (const e of entries) {
-      if (e.seq <= last || e.chunks === undefined) {
-        throw new ArchiveError('ERR_ARCHIVE_INVALID_ARGUMENT', {
-          detail: 'entries must be records of this run in increasing seq',
-        });
+    const check = (window: readonly IndexEntry[]) => {
+      for (const e of window) {
+        if (e.seq <= last || e.chunks === undefined) {
+          throw new ArchiveError('ERR_ARCHIVE_INVALID_ARGUMENT', {
+            detail: 'entries must be records of this run in increasing seq',
+          });
+        }
+        if (e.size > max && e.size <= partBytes) {
+          throw new ArchiveError('ERR_ARCHIVE_INVALID_ARGUMENT', {
+            detail: `record ${e.seq} is larger than maxRecordBytes`,
+          });
+        }
+        last = e.seq;
       }
-      if (e.size > max && e.size <= partBytes) {
-        throw new ArchiveError('ERR_ARCHIVE_INVALID_ARGUMENT', {
-          detail: `record ${e.seq} is larger than maxRecordBytes`,
-        });
-      }
-      last = e.seq;
-    }
+      return window;
+    };
+    // Windows are checked as they are planned; an array, before anything is read.
+    const checked = isWindowed(entries)
+      ? (async function* () {
+          for await (const w of entries) yield check(w);
+        })()
+      : check(entries);
     yield* streamRecords(
       await this.streamContext(),
-      entries,
+      checked,
       true,
       partBytes,
       options.checkRecordDigest !== false,

@@ -44,6 +44,7 @@ import { assertRuntime } from './internal/runtime.ts';
 import { FAILURE_DETAIL, ShardSource } from './internal/shard-source.ts';
 import { readSignedIndex } from './internal/signed-index.ts';
 import { getObject, listObjects } from './internal/store.ts';
+import { checkWindowSize, isWindowed, RECORD_WINDOW } from './internal/streamed-index.ts';
 import { assertId, isValidId, layout } from './layout.ts';
 import type {
   IndexEntry,
@@ -505,8 +506,36 @@ class RunReader implements OpenedRun {
     }
   }
 
-  readRecords(entries: readonly IndexEntry[], options?: RecordsReadOptions): AsyncIterable<RecordRead> {
+  async *recordWindows(size = RECORD_WINDOW): AsyncIterable<readonly IndexEntry[]> {
+    checkWindowSize(size);
+    // A 0.1 index is read whole (records() parses it from the held bytes): windows of it.
+    let window: IndexEntry[] = [];
+    for await (const e of this.records()) {
+      window.push(e);
+      if (window.length === size) {
+        yield window;
+        window = [];
+      }
+    }
+    if (window.length > 0) yield window;
+  }
+
+  readRecords(
+    entries: readonly IndexEntry[] | AsyncIterable<readonly IndexEntry[]>,
+    options?: RecordsReadOptions,
+  ): AsyncIterable<RecordRead> {
+    if (isWindowed(entries)) return this.readGathered(entries, options);
     return readRecordsPipelined(this.doc, this.shards, entries, options);
+  }
+
+  /** readRecords of windows: a 0.1 reader gathers them first (its index is held anyway). */
+  private async *readGathered(
+    windows: AsyncIterable<readonly IndexEntry[]>,
+    options?: RecordsReadOptions,
+  ): AsyncIterable<RecordRead> {
+    const all: IndexEntry[] = [];
+    for await (const w of windows) for (const e of w) all.push(e);
+    yield* readRecordsPipelined(this.doc, this.shards, all, options);
   }
 
   async *readRecord(entry: IndexEntry): AsyncIterable<Uint8Array> {

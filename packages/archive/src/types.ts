@@ -374,6 +374,18 @@ export interface OpenedRun {
    */
   records(): AsyncIterable<IndexEntry>;
   /**
+   * The same records in windows of up to `size` (default 4,096), for a caller that reads a run
+   * of any size without holding its index: format 0.2 reads the index again on each call and
+   * parses each window as its frames open, keeping nothing (once `records()` loaded the index,
+   * its entries are handed out instead); format 0.1 holds its index and hands it out in windows.
+   * The index's digest is checked before the first window; whether the index is whole (its
+   * counts and totals) is checked before the last window is yielded, so act on the records only
+   * once iteration ended without error, or as a verify does (reading, writing nothing that is not
+   * put in place later). Throws as `records()` does; ERR_ARCHIVE_INVALID_ARGUMENT for a `size`
+   * that is not a positive integer.
+   */
+  recordWindows(size?: number): AsyncIterable<readonly IndexEntry[]>;
+  /**
    * The record's plaintext, in pieces. Every piece comes from a shard whose digest and tag were
    * verified; the record's SHA-384 is checked at the end and a mismatch throws
    * ERR_ARCHIVE_RECORD_TAMPERED, so treat the bytes as final only once iteration ends without error.
@@ -392,8 +404,15 @@ export interface OpenedRun {
    * Throws ERR_ARCHIVE_INVALID_ARGUMENT before reading anything (entries not in increasing `seq`,
    * or one over `maxRecordBytes`), the shard errors, ERR_ARCHIVE_RECORD_TAMPERED,
    * ERR_ARCHIVE_INDEX_INCONSISTENT; every record before the failing one has been yielded.
+   * `entries` may also come in windows (`recordWindows`, filtered or not): format 0.2 then plans
+   * each window as the one before it is read and holds a few windows at a time, checking each
+   * window's entries as it comes (ERR_ARCHIVE_INVALID_ARGUMENT then arrives after the records
+   * before it); format 0.1 gathers the windows first.
    */
-  readRecords(entries: readonly IndexEntry[], options?: RecordsReadOptions): AsyncIterable<RecordRead>;
+  readRecords(
+    entries: readonly IndexEntry[] | AsyncIterable<readonly IndexEntry[]>,
+    options?: RecordsReadOptions,
+  ): AsyncIterable<RecordRead>;
 }
 
 /** One verified record from `OpenedRun.readRecords`, or one part of a record handed over in parts. */

@@ -171,3 +171,27 @@ t.test('a tampered shard: every record wholly before it, then the shard error', 
     before.map((e) => e.name),
   );
 });
+
+t.test('a 0.1 run hands its records out in windows, and reads windows as it reads a list', async (t) => {
+  const { store, k, entries, want } = await sealed(t, 1);
+  const run = await openRun(store, { job: 'job-a', runId: 'run-0001', secretKey: k.operational.secretKey });
+  const windows: IndexEntry[][] = [];
+  for await (const w of run.recordWindows(50)) windows.push([...w]);
+  t.same(
+    windows.map((w) => w.length),
+    [50, 50, 20],
+    'windows of 50 of the 120 records',
+  );
+  t.same(windows.flat(), entries, 'the records, in order');
+  const names: string[] = [];
+  for await (const r of run.readRecords(run.recordWindows(7))) {
+    t.same(bytesOf(r), Buffer.from(want.get(r.entry.name)!), `${r.entry.name}: its bytes`);
+    names.push(r.entry.name);
+    r.release();
+  }
+  t.same(
+    names,
+    entries.map((e) => e.name),
+    'every record, read from windows',
+  );
+});

@@ -291,3 +291,76 @@ t.test("the run's signed pack references are checked once the records are, both 
     t.ok((await streamed(store, k, 'run-0001', 2)).ok, 'windows of 2: passes alike');
   }
 });
+
+t.test('records read in windows are the records read whole, in parts too', async (t) => {
+  const { store } = fsStore(t);
+  const k = keys();
+  await writeRun(store, k, 'run-0001', null, records(7));
+  await writeRun(store, k, 'run-0002', 'run-0001', [...records(7).slice(0, 9), ...records(8).slice(9)]);
+  for (const runId of ['run-0001', 'run-0002']) {
+    const read = async (entries: 'whole' | number, partBytes?: number) => {
+      const run = await openRun(store, options(k, runId));
+      const source = entries === 'whole' ? await runEntriesOf(run) : run.recordWindows(entries);
+      const out: string[] = [];
+      for await (const r of run.readRecords(source, partBytes === undefined ? {} : { partBytes })) {
+        out.push(
+          `${r.entry.seq}:${r.part ? `${r.part.index}${r.part.last ? '.' : ''}` : ''}:${Buffer.concat(r.pieces).toString('base64')}`,
+        );
+        r.release();
+      }
+      return out;
+    };
+    const whole = await read('whole');
+    t.equal(whole.length, 13, `${runId}: every record read whole`);
+    for (const w of [1, 2, 5, 4096])
+      t.same(await read(w), whole, `${runId}, windows of ${w}: the same records`);
+    const parts = await read('whole', 64 * 1024);
+    t.ok(parts.length > 13, `${runId}: the big record comes in parts`);
+    t.same(await read(3, 64 * 1024), parts, `${runId}, windows of 3: the same parts`);
+  }
+  // A window may be a selection; entries out of order are refused when their window comes.
+  const run = await openRun(store, options(k, 'run-0001'));
+  const all = await runEntriesOf(run);
+  const picked: string[] = [];
+  for await (const r of run.readRecords(
+    (async function* () {
+      yield [all[1]!, all[4]!];
+      yield [all[12]!];
+    })(),
+  )) {
+    picked.push(r.entry.name);
+    r.release();
+  }
+  t.same(picked, [all[1]!.name, all[4]!.name, all[12]!.name], 'a selection in windows');
+  const again = await openRun(store, options(k, 'run-0001'));
+  const got: number[] = [];
+  await t.rejects(
+    (async () => {
+      for await (const r of again.readRecords(
+        (async function* () {
+          yield [all[3]!];
+          yield [all[2]!];
+        })(),
+      )) {
+        got.push(r.entry.seq);
+        r.release();
+      }
+    })(),
+    { code: 'ERR_ARCHIVE_INVALID_ARGUMENT' },
+    'a window going back in seq is refused',
+  );
+  t.ok(got.length <= 1, 'nothing after it was read');
+  await t.rejects(
+    (async () => {
+      for await (const _ of again.recordWindows(0));
+    })(),
+    { code: 'ERR_ARCHIVE_INVALID_ARGUMENT' },
+    'a window size of 0 is refused',
+  );
+});
+
+async function runEntriesOf(run: Awaited<ReturnType<typeof openRun>>) {
+  const out = [];
+  for await (const e of run.records()) out.push(e);
+  return out;
+}

@@ -25,6 +25,9 @@
  * Failure property: a record that fails verification never appears under its name; records
  * written before a failure stay, and each of them was verified.
  */
+
+import { createHash } from 'node:crypto';
+import { readdir } from 'node:fs/promises';
 import {
   type IndexEntry,
   isChunkedManifest,
@@ -38,7 +41,7 @@ import { RecoverError } from '../errors.ts';
 import { EXIT } from '../exit-codes.ts';
 import type { Command, GlobalOptions } from './args.ts';
 import { loadSecretKey } from './key-file.ts';
-import type { Io, Reporter } from './output.ts';
+import { type Io, RawJsonList, type Reporter } from './output.ts';
 import { progressFor } from './progress.ts';
 import { quoteName, size } from './runs.ts';
 import { encodeSegment, recordPath } from './safe-name.ts';
@@ -75,6 +78,8 @@ export async function extract(cmd: ExtractCommand, report: Reporter, io: Io): Pr
   try {
     let run: Awaited<ReturnType<typeof openRun>>;
     const all: IndexEntry[] = [];
+    const hold = holdLimit(io.env);
+    let streamed = false;
     try {
       run = await openRun(store, {
         runId: cmd.run,
@@ -82,7 +87,9 @@ export async function extract(cmd: ExtractCommand, report: Reporter, io: Io): Pr
         ...(cmd.pinSigner !== undefined ? { pinSigner: cmd.pinSigner } : {}),
         secretKey: key.secretKey,
       });
-      for await (const entry of run.records()) all.push(entry);
+      const doc = run.manifest.document;
+      streamed = isChunkedManifest(doc) && doc.totals.records > hold;
+      if (!streamed) for await (const entry of run.records()) all.push(entry);
     } catch (e) {
       throw toRecoverError(e, runLabel);
     }
@@ -91,6 +98,7 @@ export async function extract(cmd: ExtractCommand, report: Reporter, io: Io): Pr
         'the signer was not pinned; pass --pin-signer with the fingerprint you trust to require it',
       );
     }
+    if (streamed) return await extractInPasses(run, cmd, report, io, progress);
 
     const selected = all.filter((e) => selects(e.name, cmd));
     for (const name of cmd.records) {
@@ -131,6 +139,7 @@ export async function extract(cmd: ExtractCommand, report: Reporter, io: Io): Pr
     let count = 0;
     await writeRecords(run, target, plan, {
       signal: io.signal,
+      runLabel,
       label: (entry) => `${runLabel}: record ${quoteName(entry.name)}`,
       onWritten: (entry) => {
         done += entry.size;
@@ -138,12 +147,7 @@ export async function extract(cmd: ExtractCommand, report: Reporter, io: Io): Pr
         progress.update(done, total, `${count}/${plan.length} records`);
       },
     });
-    const written = plan.map(({ entry, segments }) => ({
-      name: entry.name,
-      path: target.pathOf(segments),
-      size: entry.size,
-      sha384: entry.sha384,
-    }));
+    const written = plan.map(({ entry, segments }) => writtenItem(target, entry, segments));
     progress.done();
     report.result(
       {
@@ -172,6 +176,170 @@ export async function extract(cmd: ExtractCommand, report: Reporter, io: Io): Pr
 }
 
 /**
+ * Runs with more records than this are extracted in passes over the index rather than by holding
+ * it (`extractInPasses`); `COFFER_RECOVER_HOLD_RECORDS` sets another limit (0: always in passes).
+ * Held, a record costs about 1 KiB of memory through the extract (its parsed entry, its path and
+ * its report line); in passes, the index is read three times (about 6 µs a record each).
+ */
+export const HOLD_RECORDS = 50_000;
+
+/** The hold limit from the environment (COFFER_RECOVER_HOLD_RECORDS), else HOLD_RECORDS. */
+export function holdLimit(env: Record<string, string | undefined>): number {
+  const v = env.COFFER_RECOVER_HOLD_RECORDS;
+  if (v === undefined || v === '') return HOLD_RECORDS;
+  if (!/^\d{1,15}$/.test(v)) {
+    throw new RecoverError(
+      'ERR_RECOVER_USAGE',
+      `COFFER_RECOVER_HOLD_RECORDS must be a whole number of records (got ${JSON.stringify(v.slice(0, 40))})`,
+    );
+  }
+  return Number(v);
+}
+
+/** One record of the result's `written` list. */
+function writtenItem(target: ExtractTarget, entry: IndexEntry, segments: string[]) {
+  return { name: entry.name, path: target.pathOf(segments), size: entry.size, sha384: entry.sha384 };
+}
+
+/**
+ * What two records collide on: their binding, namespace and path segments (with one source, the
+ * path alone decides, and the binding and namespace are the same for all), as a SHA-256, so a
+ * pass over a large run holds 44 bytes a record rather than its path.
+ */
+function pathKey(entry: IndexEntry): string {
+  return createHash('sha256')
+    .update(JSON.stringify(entrySegments(entry, true)))
+    .digest('base64');
+}
+
+/**
+ * Extract of a run too large to hold (a 0.2 run over the hold limit), in three passes over its
+ * index, each read as its frames open (`recordWindows`): the first learns what must be known of
+ * every record before anything is written (the --record names, whether records come from several
+ * sources, two records mapping to one path) and judges the index whole; the second checks every
+ * path in the target (existing files, links on the way), unless the target is empty; the third
+ * reads and writes, as the held path does. Every refusal the held path makes before writing, this one makes before writing too,
+ * with the same code and message. Memory: the windows being read and a SHA-256 a selected record
+ * for the first pass; with --json, the result's `written` list (about 250 bytes a record).
+ */
+async function extractInPasses(
+  run: OpenedRun,
+  cmd: ExtractCommand,
+  report: Reporter,
+  io: Io,
+  progress: ReturnType<typeof progressFor>,
+): Promise<number> {
+  const runLabel = `run ${cmd.run}`;
+  const windows = async function* (): AsyncGenerator<readonly IndexEntry[]> {
+    try {
+      yield* run.recordWindows();
+    } catch (e) {
+      throw toRecoverError(e, runLabel);
+    }
+  };
+  const found = new Set<string>();
+  const sources = new Set<string>();
+  const seen = new Map<string, number>();
+  let collision: { first: number; second: IndexEntry } | null = null;
+  let count = 0;
+  let selected = 0;
+  let total = 0;
+  for await (const w of windows())
+    for (const e of w) {
+      count++;
+      sources.add(JSON.stringify([e.binding, e.namespace]));
+      if (cmd.records.includes(e.name)) found.add(e.name);
+      if (!selects(e.name, cmd)) continue;
+      selected++;
+      total += e.size;
+      const key = pathKey(e);
+      const other = seen.get(key);
+      if (other === undefined) seen.set(key, e.seq);
+      else collision ??= { first: other, second: e };
+    }
+  seen.clear();
+  for (const name of cmd.records) {
+    if (!found.has(name)) {
+      throw new RecoverError('ERR_RECOVER_NOT_FOUND', `${runLabel}: no record named ${quoteName(name)}`, {
+        object: name,
+      });
+    }
+  }
+  if (selected === 0 && (cmd.include.length > 0 || cmd.exclude.length > 0)) {
+    throw new RecoverError('ERR_RECOVER_NOT_FOUND', `${runLabel}: no record matches --include/--exclude`);
+  }
+  const multiSource = sources.size > 1;
+  const target = await ExtractTarget.open(cmd.to, { force: cmd.force });
+  if (collision !== null) {
+    const { first, second } = collision;
+    let other = '';
+    for await (const w of windows()) other = w.find((e) => e.seq === first)?.name ?? other;
+    throw new RecoverError(
+      'ERR_RECOVER_EXISTS',
+      `${runLabel}: records ${quoteName(other)} and ${quoteName(second.name)} both map to ${target.pathOf(entrySegments(second, multiSource))}; extract them separately with --record`,
+      { object: second.name },
+    );
+  }
+  // Nothing can be in the way in an empty target (the usual recovery, into a new directory):
+  // the pass of checks is skipped. One that fills up meanwhile is still refused name by name by
+  // the writer (no-replace writes), as after the checks.
+  if ((await readdir(target.root)).length > 0)
+    for await (const w of windows())
+      for (const e of w) {
+        if (!selects(e.name, cmd)) continue;
+        const refusal = target.precheck(entrySegments(e, multiSource), `record ${quoteName(e.name)}`);
+        if (refusal) throw refusal;
+      }
+
+  const written: string[] = [];
+  let done = 0;
+  let writes = 0;
+  const planned = async function* (): AsyncGenerator<readonly PlannedRecord[]> {
+    for await (const w of windows()) {
+      const items: PlannedRecord[] = [];
+      for (const entry of w) {
+        if (!selects(entry.name, cmd)) continue;
+        const segments = entrySegments(entry, multiSource);
+        items.push({ entry, segments });
+        // In index order; printed only once every record was written.
+        if (report.json) written.push(JSON.stringify(writtenItem(target, entry, segments)));
+      }
+      if (items.length > 0) yield items;
+    }
+  };
+  await writeRecords(run, target, planned(), {
+    signal: io.signal,
+    runLabel,
+    label: (entry) => `${runLabel}: record ${quoteName(entry.name)}`,
+    onWritten: (entry) => {
+      done += entry.size;
+      writes++;
+      progress.update(done, total, `${writes}/${selected} records`);
+    },
+  });
+  progress.done();
+  const doc = run.manifest.document;
+  report.result(
+    {
+      job: doc.job,
+      runId: doc.runId,
+      signer: run.manifest.signer,
+      signerPinned: run.manifest.signerPinned,
+      to: target.root,
+      layout: multiSource ? 'binding/namespace/name' : 'name',
+      records: selected,
+      bytes: total,
+      written: new RawJsonList(written),
+    },
+    [
+      `${runLabel} (job ${doc.job}): extracted ${selected} of ${count} records, ${size(total)}, to ${target.root}`,
+      ...(multiSource ? ['  records come from several sources: paths are <binding>/<namespace>/<name>'] : []),
+    ],
+  );
+  return EXIT.OK;
+}
+
+/**
  * A 0.1 run's records up to this size come whole from the archive's pipelined reader; bigger ones
  * stream through `readRecord`. A 0.2 run's come through the pipelined reader whatever their size
  * (in parts over PART_BYTES).
@@ -196,6 +364,8 @@ interface PlannedRecord {
 
 interface WriteHooks {
   signal: AbortSignal | undefined;
+  /** Names the run in a failure that belongs to no record (the index failing to read again). */
+  runLabel: string;
   label: (entry: IndexEntry) => string;
   onWritten: (entry: IndexEntry) => void;
 }
@@ -212,14 +382,14 @@ interface WriteHooks {
 async function writeRecords(
   run: OpenedRun,
   target: ExtractTarget,
-  plan: readonly PlannedRecord[],
+  plan: readonly PlannedRecord[] | AsyncIterable<readonly PlannedRecord[]>,
   hooks: WriteHooks,
 ): Promise<void> {
   const inFlight = new Set<Promise<void>>();
   let inFlightBytes = 0;
   // A 0.2 run hands a record over PART_BYTES in parts, so none has to stream on its own.
   const inMemoryMax = isChunkedManifest(run.manifest.document) ? Number.POSITIVE_INFINITY : MEMORY_RECORD_MAX;
-  let failure: { error: unknown; entry: IndexEntry } | undefined;
+  let failure: { error: unknown; entry: IndexEntry | undefined } | undefined;
   const interrupted = () =>
     new RecoverError('ERR_RECOVER_INTERRUPTED', 'interrupted; the record being written was discarded');
   const start = (item: PlannedRecord, body: RecordBody, release: () => void) => {
@@ -247,53 +417,95 @@ async function writeRecords(
     )
       await Promise.race(inFlight);
   };
-  try {
-    for (let i = 0; i < plan.length && failure === undefined; ) {
-      if (plan[i]!.entry.size > inMemoryMax) {
-        const item = plan[i++]!;
-        await room(Number.POSITIVE_INFINITY); // alone: its body streams
-        if (failure !== undefined) break;
-        if (hooks.signal?.aborted) {
-          failure = { error: interrupted(), entry: item.entry };
+  /**
+   * Reads `items` (in index order; an array, or windows of them) through `readRecords` and starts
+   * each record's write as it is handed over. The records handed to the reader and not yet over
+   * wait in `queue`, so the one a failure belongs to is known: the record whose parts were still
+   * coming, else the next one.
+   */
+  const readAndWrite = async (items: readonly PlannedRecord[] | AsyncIterable<readonly PlannedRecord[]>) => {
+    // The windows handed to the reader, oldest first, and the place of the next record to come
+    // in the first (shift() on one list of 200,000 items was measured to double a held
+    // extract's CPU; a window is dropped once read past).
+    const queue: (readonly PlannedRecord[])[] = isItemArray(items) ? [items] : [];
+    let at = 0;
+    const upcoming = (): PlannedRecord | undefined => {
+      while (queue.length > 0 && at >= queue[0]!.length) {
+        queue.shift();
+        at = 0;
+      }
+      return queue[0]?.[at];
+    };
+    let current: PlannedRecord | undefined;
+    let last: RecordToWrite | undefined;
+    const opts = { maxRecordBytes: inMemoryMax, partBytes: PART_BYTES };
+    try {
+      const reads = run.readRecords(
+        isItemArray(items)
+          ? items.map((p) => p.entry)
+          : (async function* () {
+              for await (const w of items) {
+                queue.push(w);
+                yield w.map((p) => p.entry);
+              }
+            })(),
+        opts,
+      );
+      for await (const rec of recordsToWrite(reads, { signal: hooks.signal, interrupted })) {
+        last = rec;
+        current = upcoming()!;
+        at++;
+        await room(rec.entry.size);
+        if (failure !== undefined || hooks.signal?.aborted) {
+          rec.release();
+          if (failure === undefined) failure = { error: interrupted(), entry: rec.entry };
           break;
         }
-        start(item, guarded(run.readRecord(item.entry), hooks.signal, interrupted), () => {});
-        await Promise.all(inFlight);
-        continue;
+        const body = rec.parts === null ? bodyOf(rec.pieces!, rec.entry.size) : rec.parts.body();
+        start(current, body, rec.release);
       }
-      let end = i;
-      while (end < plan.length && plan[end]!.entry.size <= inMemoryMax) end++;
-      const slice = plan.slice(i, end);
-      i = end;
-      let yielded = 0;
-      let last: RecordToWrite | undefined;
-      try {
-        const reads = run.readRecords(
-          slice.map((p) => p.entry),
-          { maxRecordBytes: inMemoryMax, partBytes: PART_BYTES },
-        );
-        for await (const rec of recordsToWrite(reads, { signal: hooks.signal, interrupted })) {
-          last = rec;
-          const item = slice[yielded++]!;
-          await room(rec.entry.size);
-          if (failure !== undefined || hooks.signal?.aborted) {
-            rec.release();
-            if (failure === undefined) failure = { error: interrupted(), entry: rec.entry };
+    } catch (error) {
+      const at = last?.parts != null && !last.parts.complete ? current : (upcoming() ?? current);
+      failure ??= { error, entry: at?.entry };
+    }
+  };
+  try {
+    // Windows (extract in passes): a 0.2 run, every record through the pipelined reader.
+    if (!isItemArray(plan)) await readAndWrite(plan);
+    else
+      for (let i = 0; i < plan.length && failure === undefined; ) {
+        if (plan[i]!.entry.size > inMemoryMax) {
+          const item = plan[i++]!;
+          await room(Number.POSITIVE_INFINITY); // alone: its body streams
+          if (failure !== undefined) break;
+          if (hooks.signal?.aborted) {
+            failure = { error: interrupted(), entry: item.entry };
             break;
           }
-          const body = rec.parts === null ? bodyOf(rec.pieces!, rec.entry.size) : rec.parts.body();
-          start(item, body, rec.release);
+          start(item, guarded(run.readRecord(item.entry), hooks.signal, interrupted), () => {});
+          await Promise.all(inFlight);
+          continue;
         }
-      } catch (error) {
-        // The record that failed: the one whose parts were still coming, else the next one.
-        const at = last?.parts != null && !last.parts.complete ? yielded - 1 : yielded;
-        failure ??= { error, entry: (slice[at] ?? slice[slice.length - 1]!).entry };
+        let end = i;
+        while (end < plan.length && plan[end]!.entry.size <= inMemoryMax) end++;
+        const slice = plan.slice(i, end);
+        i = end;
+        await readAndWrite(slice);
       }
-    }
   } finally {
     await Promise.all(inFlight);
   }
-  if (failure !== undefined) throw toRecoverError(failure.error, hooks.label(failure.entry));
+  if (failure !== undefined)
+    throw toRecoverError(
+      failure.error,
+      failure.entry === undefined ? hooks.runLabel : hooks.label(failure.entry),
+    );
+}
+
+function isItemArray(
+  items: readonly PlannedRecord[] | AsyncIterable<readonly PlannedRecord[]>,
+): items is readonly PlannedRecord[] {
+  return Array.isArray(items);
 }
 
 /** One record's pieces as a body for the writer (views of the reader's buffers, or one joined). */

@@ -26,6 +26,23 @@ export function oneLine(text: string, max = 2000): string {
   return clean.length > max ? `${clean.slice(0, max - 3)}...` : clean;
 }
 
+/**
+ * A list already serialised item by item (each item's JSON text), printed as a JSON array by
+ * `Reporter.result`: a result listing 200,000 records is not held as 200,000 objects as well.
+ */
+export class RawJsonList {
+  readonly items: readonly string[];
+  constructor(items: readonly string[]) {
+    this.items = items;
+  }
+  toJSON(): string {
+    return RAW_MARK;
+  }
+}
+
+/** What RawJsonList serialises to in the document, replaced by its items when printed. */
+const RAW_MARK = '\u0000raw-json-list\u0000';
+
 export class Reporter {
   readonly io: Io;
   readonly json: boolean;
@@ -39,8 +56,23 @@ export class Reporter {
 
   /** Prints the command's result: `doc` as one JSON line with --json, else `lines` as text. */
   result(doc: Record<string, unknown>, lines: string[]): void {
-    if (this.json) this.io.stdout.write(`${JSON.stringify({ ok: true, command: this.command, ...doc })}\n`);
-    else for (const line of lines) this.io.stdout.write(`${line}\n`);
+    if (!this.json) {
+      for (const line of lines) this.io.stdout.write(`${line}\n`);
+      return;
+    }
+    const text = JSON.stringify({ ok: true, command: this.command, ...doc });
+    const raw = Object.values(doc).find((v): v is RawJsonList => v instanceof RawJsonList);
+    if (raw === undefined) {
+      this.io.stdout.write(`${text}\n`);
+      return;
+    }
+    // The one list given as JSON texts goes where its mark is, written item by item.
+    const mark = JSON.stringify(RAW_MARK);
+    const at = text.indexOf(mark);
+    this.io.stdout.write(`${text.slice(0, at)}[`);
+    for (let i = 0; i < raw.items.length; i++)
+      this.io.stdout.write(i === 0 ? raw.items[i]! : `,${raw.items[i]}`);
+    this.io.stdout.write(`]${text.slice(at + mark.length)}\n`);
   }
 
   /** A human note on stderr (kept out of stdout so results stay machine-readable). */

@@ -30,6 +30,7 @@ import type { ChunkLocation, ChunkMap, PackLine } from './chunked-index.ts';
 import { type FrameCodec, inlineCodec, laneCodec } from './codec-pool.ts';
 import { openPack } from './pack-codec.ts';
 import { BEGIN, END, type HashDigest, recordHasher } from './record-hash.ts';
+import { isWindowed } from './streamed-index.ts';
 
 /** Packs a plan keeps visiting before it opens one again (the live visits at any point). */
 const PACK_WINDOW = 4;
@@ -501,10 +502,4 @@ export async function* streamRecords(
     for (const p of pools) p.dispose();
     await windows?.return?.();
   }
-}
-
-function isWindowed(
-  entries: readonly IndexEntry[] | AsyncIterable<readonly IndexEntry[]>,
-): entries is AsyncIterable<readonly IndexEntry[]> {
-  return !Array.isArray(entries);
 }
