@@ -24,6 +24,8 @@
  *      that need it like a damaged shard does.
  * Failure property: a record that fails verification never appears under its name; records
  * written before a failure stay, and each of them was verified.
+ * A 0.2 run of more than HOLD_RECORDS records goes through steps 2-5 in passes over its index
+ * instead of holding it (`extractInPasses`), with the same refusals, files and result.
  */
 
 import { createHash } from 'node:crypto';
@@ -218,9 +220,10 @@ function pathKey(entry: IndexEntry): string {
  * every record before anything is written (the --record names, whether records come from several
  * sources, two records mapping to one path) and judges the index whole; the second checks every
  * path in the target (existing files, links on the way), unless the target is empty; the third
- * reads and writes, as the held path does. Every refusal the held path makes before writing, this one makes before writing too,
- * with the same code and message. Memory: the windows being read and a SHA-256 a selected record
- * for the first pass; with --json, the result's `written` list (about 250 bytes a record).
+ * reads and writes, as the held path does. Every refusal the held path makes before writing,
+ * this one makes before writing too, with the same code and message. Memory: the windows being
+ * read and a SHA-256 a selected record for the first pass; with --json, the result's `written`
+ * list (about 250 bytes a record).
  */
 async function extractInPasses(
   run: OpenedRun,
