@@ -649,10 +649,11 @@ export class ChunkedRunReader implements OpenedRun {
 
   /**
    * verifyAll's full verify with the index streamed (internal/streamed-index.ts): its records are
-   * read in windows as its frames open, so a verify holds two windows of records rather than the
-   * run's (a 200,000-record run: about 130 MiB of heap, and the collector let the heap grow to
-   * twice that). The pack references are checked once the whole index was judged, after the
-   * records were read; a chunk no pack holds fails where its record is read, as it does there.
+   * read in windows as its frames open, so a verify holds a few windows of records (the one
+   * being read and up to four planned) rather than the run's (a 200,000-record run: about
+   * 130 MiB of heap, and the collector let the heap grow to twice that). The pack references are
+   * checked once the whole index was judged, after the records were read; a chunk no pack holds
+   * fails where its record is read, as it does there.
    */
   private async verifyStreamed(
     checks: VerifyChecks,

@@ -194,9 +194,10 @@ function planner(
  * a part whenever the record's pieces not handed over reach `partBytes` and its next chunk is in
  * another visit; its last part only once its SHA-384 matched.
  *
- * `entries` may come in windows (an index read as its frames open, ChunkedRunReader's streamed
- * verify): each window is planned when the one before it starts being read, so the pipeline runs
- * on across a window's end and no more than two windows of records are held at once.
+ * `entries` may come in windows (an index read as its frames open: a streamed verify,
+ * `recordWindows`): the next window is planned before the one before it is read, so the pipeline
+ * runs on across a window's end, and more (up to PLANS_AHEAD) while a visit about to start is the
+ * last one planned (`planAhead`), so the records held stay a few windows.
  */
 export async function* streamRecords(
   ctx: ChunkStreamContext,
