@@ -7,7 +7,7 @@
  * holding several windows' records is opened once, and an index that is authentic but not whole
  * or not well formed fails with the same code on both paths.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { canonicalJsonBytes, formatDigest, sha384, sign, toBase64Url } from '@coffer/crypto';
 import type { ObjectStore } from '@coffer/objectstore';
@@ -15,7 +15,9 @@ import { countReads } from '@coffer/testkit';
 import t from 'tap';
 import { ChunkedRunReader, unwrapChunkKey } from '../src/chunked-reader.ts';
 import {
+  createChunkedWriter,
   layout,
+  loadChunkedBase,
   openRun,
   type RecordInput,
   readRunManifest,
@@ -29,7 +31,7 @@ import { openLines, sealLines } from '../src/internal/sealed-lines.ts';
 import { streamChunkedIndex } from '../src/internal/streamed-index.ts';
 import type { ChunkedManifestDocument } from '../src/types.ts';
 import { JOB, writeRun } from './chain-helpers.ts';
-import { fsStore, type Keys, keys, pseudoRandom, text } from './helpers.ts';
+import { chunkedOptions, fsStore, type Keys, keys, pseudoRandom, text } from './helpers.ts';
 
 /** Twelve small records (one pack of the tests' 64 KiB packs holds them all) and a 300 KiB one. */
 const records = (seed: number): RecordInput[] => [
@@ -364,3 +366,46 @@ async function runEntriesOf(run: Awaited<ReturnType<typeof openRun>>) {
   for await (const e of run.records()) out.push(e);
   return out;
 }
+
+t.test('a streamed verify reads a pack larger than any its map knew, described by scanning', async (t) => {
+  const { store, root } = fsStore(t);
+  const k = keys();
+  await writeRun(store, k, 'run-0001', null, records(9));
+  const first = await readRunManifest(store, {
+    job: JOB,
+    runId: 'run-0001',
+    signerPublicKey: k.signer.publicKey,
+  });
+  const indexes = join(
+    root,
+    layout.packIndexPrefix(JOB, (first.document as ChunkedManifestDocument).chunkKey),
+  );
+  const before = new Set(readdirSync(indexes));
+  // The second run's packs are 16 times the first's (1 MiB against 64 KiB)...
+  const base = await loadChunkedBase(store, {
+    job: JOB,
+    runId: 'run-0001',
+    secretKey: k.operational.secretKey,
+  });
+  const w = await createChunkedWriter(
+    chunkedOptions(store, k, {
+      runId: 'run-0002',
+      prevRunId: 'run-0001',
+      base,
+      writeRecovery: false,
+      packSize: 1024 * 1024,
+    }),
+  );
+  for (const r of [...records(9).slice(0, 4), { name: 'large', body: pseudoRandom(3 * 1024 * 1024, 10) }])
+    await w.addRecord(r);
+  await w.finish();
+  // ...and its pack index is lost: the verify's map knows only 64 KiB packs when its buffers are
+  // sized, and finds the large ones by scanning the packs no index describes.
+  for (const name of readdirSync(indexes)) if (!before.has(name)) rmSync(join(indexes, name));
+  for (const window of [2, 4096]) {
+    const v = await streamed(store, k, 'run-0002', window);
+    t.ok(v.ok, `windows of ${window}: passes (${v.failure?.message ?? 'ok'})`);
+    t.equal(v.checks.records, 5, `windows of ${window}: every record`);
+  }
+  t.ok((await loaded(store, k, 'run-0002')).ok, 'as a verify of the loaded index does');
+});
