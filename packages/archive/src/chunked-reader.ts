@@ -16,6 +16,7 @@ import { type ChunkKeys, chunkId, chunkKeys, runIndexKey } from './internal/chun
 import { type ChunkStreamContext, streamRecords } from './internal/chunk-stream.ts';
 import {
   addPacks,
+  type ChunkLocation,
   type ChunkMap,
   chunkMapIsCurrent,
   extendChunkMap,
@@ -426,10 +427,16 @@ export class ChunkedRunReader implements OpenedRun {
     return added;
   }
 
+  /** Where chunk `id` is: in `map`, else once undescribed packs were scanned into it; undefined if nowhere. */
+  private async locate(id: string, map: ChunkMap): Promise<ChunkLocation | undefined> {
+    const loc = map.chunks.get(id);
+    if (loc !== undefined || !(await this.describeUndescribed(map))) return loc;
+    return map.chunks.get(id);
+  }
+
   /** One chunk's verified bytes (a view of the opened pack). */
   async readChunk(ref: ChunkRef, map: ChunkMap): Promise<Uint8Array> {
-    let loc = map.chunks.get(ref.id);
-    if (loc === undefined && (await this.describeUndescribed(map))) loc = map.chunks.get(ref.id);
+    const loc = await this.locate(ref.id, map);
     const run = `${this.doc.job}/${this.doc.runId}`;
     if (loc === undefined) {
       throw new ArchiveError('ERR_ARCHIVE_CHUNK_MISSING', {
@@ -562,7 +569,7 @@ export class ChunkedRunReader implements OpenedRun {
       job: this.doc.job,
       runId: this.doc.runId,
       map,
-      locate: async (ref) => ((await this.describeUndescribed(map)) ? map.chunks.get(ref.id) : undefined),
+      locate: (ref) => this.locate(ref.id, map),
       onPackOpened: (pack, plainSize) => this.onPackOpened?.(pack, plainSize),
     };
   }
@@ -598,8 +605,7 @@ export class ChunkedRunReader implements OpenedRun {
     const packs = new Set<string>();
     for (const e of entries)
       for (const r of e.chunks!) {
-        let loc = map.chunks.get(r.id);
-        if (loc === undefined && (await this.describeUndescribed(map))) loc = map.chunks.get(r.id);
+        const loc = await this.locate(r.id, map);
         if (loc === undefined) {
           throw new ArchiveError('ERR_ARCHIVE_CHUNK_MISSING', {
             object: layout.packIndexPrefix(job, this.keys.keyId),
@@ -675,27 +681,15 @@ export class ChunkedRunReader implements OpenedRun {
         }
         for (const e of n.value)
           for (const r of e.chunks!) {
-            let loc = map.chunks.get(r.id);
-            if (loc === undefined && (await this.describeUndescribed(map))) loc = map.chunks.get(r.id);
+            const loc = await this.locate(r.id, map);
             if (loc !== undefined) packs.add(loc.pack);
           }
         yield n.value;
       }
     }.call(this);
-    let bytesDone = 0;
-    await this.countingPacks(checks, async () => {
-      for await (const { entry } of streamRecords(await this.streamContext(), windows, false)) {
-        checks.records++;
-        checks.bytes += entry.size;
-        bytesDone += entry.size;
-        onProgress?.({
-          shardsDone: checks.shards,
-          shards: this.doc.totals.packs,
-          bytesDone,
-          bytes: this.doc.totals.bytes,
-        });
-      }
-    });
+    await this.countingPacks(checks, () =>
+      this.verifyRecords(windows, checks, this.doc.totals.packs, onProgress),
+    );
     // Every window came out, so the index was judged whole.
     if (packRefs === null)
       throw new ArchiveError('ERR_ARCHIVE_INTERNAL', { detail: 'index stream not drained' });
@@ -735,17 +729,26 @@ export class ChunkedRunReader implements OpenedRun {
       await this.readBack(entries, map, fresh, packs.size, checks, onProgress);
       return;
     }
+    await this.verifyRecords(entries, checks, packs.size, onProgress);
+  }
+
+  /**
+   * Reads `entries` (all, or in windows) through the pipeline, every chunk and record digest
+   * checked and nothing kept, counting them into `checks` and reporting progress (`shards`: the
+   * pack count shown as the total).
+   */
+  private async verifyRecords(
+    entries: readonly IndexEntry[] | AsyncIterable<readonly IndexEntry[]>,
+    checks: VerifyChecks,
+    shards: number,
+    onProgress?: (p: VerifyProgress) => void,
+  ): Promise<void> {
     let bytesDone = 0;
     for await (const { entry } of streamRecords(await this.streamContext(), entries, false)) {
       checks.records++;
       checks.bytes += entry.size;
       bytesDone += entry.size;
-      onProgress?.({
-        shardsDone: checks.shards,
-        shards: packs.size,
-        bytesDone,
-        bytes: this.doc.totals.bytes,
-      });
+      onProgress?.({ shardsDone: checks.shards, shards, bytesDone, bytes: this.doc.totals.bytes });
     }
   }
 
