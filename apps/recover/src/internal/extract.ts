@@ -103,16 +103,7 @@ export async function extract(cmd: ExtractCommand, report: Reporter, io: Io): Pr
     if (streamed) return await extractInPasses(run, cmd, report, io, progress);
 
     const selected = all.filter((e) => selects(e.name, cmd));
-    for (const name of cmd.records) {
-      if (!all.some((e) => e.name === name)) {
-        throw new RecoverError('ERR_RECOVER_NOT_FOUND', `${runLabel}: no record named ${quoteName(name)}`, {
-          object: name,
-        });
-      }
-    }
-    if (selected.length === 0 && (cmd.include.length > 0 || cmd.exclude.length > 0)) {
-      throw new RecoverError('ERR_RECOVER_NOT_FOUND', `${runLabel}: no record matches --include/--exclude`);
-    }
+    refuseUnselected(cmd, runLabel, (name) => all.some((e) => e.name === name), selected.length);
     const sources = new Set(all.map((e) => JSON.stringify([e.binding, e.namespace])));
     const multiSource = sources.size > 1;
 
@@ -122,13 +113,7 @@ export async function extract(cmd: ExtractCommand, report: Reporter, io: Io): Pr
     for (const { entry, segments } of plan) {
       const rel = segments.join('/');
       const other = seen.get(rel);
-      if (other !== undefined) {
-        throw new RecoverError(
-          'ERR_RECOVER_EXISTS',
-          `${runLabel}: records ${quoteName(other)} and ${quoteName(entry.name)} both map to ${target.pathOf(segments)}; extract them separately with --record`,
-          { object: entry.name },
-        );
-      }
+      if (other !== undefined) throw collisionError(runLabel, other, entry.name, target.pathOf(segments));
       seen.set(rel, entry.name);
     }
     for (const { entry, segments } of plan) {
@@ -151,25 +136,14 @@ export async function extract(cmd: ExtractCommand, report: Reporter, io: Io): Pr
     });
     const written = plan.map(({ entry, segments }) => writtenItem(target, entry, segments));
     progress.done();
-    report.result(
-      {
-        job: run.manifest.document.job,
-        runId: run.manifest.document.runId,
-        signer: run.manifest.signer,
-        signerPinned: run.manifest.signerPinned,
-        to: target.root,
-        layout: multiSource ? 'binding/namespace/name' : 'name',
-        records: written.length,
-        bytes: total,
-        written,
-      },
-      [
-        `${runLabel} (job ${run.manifest.document.job}): extracted ${written.length} of ${all.length} records, ${size(total)}, to ${target.root}`,
-        ...(multiSource
-          ? ['  records come from several sources: paths are <binding>/<namespace>/<name>']
-          : []),
-      ],
-    );
+    reportExtracted(report, run, target, {
+      runLabel,
+      multiSource,
+      records: written.length,
+      of: all.length,
+      bytes: total,
+      written,
+    });
     return EXIT.OK;
   } finally {
     progress.done();
@@ -240,48 +214,15 @@ async function extractInPasses(
       throw toRecoverError(e, runLabel);
     }
   };
-  const found = new Set<string>();
-  const sources = new Set<string>();
-  const seen = new Map<string, number>();
-  let collision: { first: number; second: IndexEntry } | null = null;
-  let count = 0;
-  let selected = 0;
-  let total = 0;
-  for await (const w of windows())
-    for (const e of w) {
-      count++;
-      sources.add(JSON.stringify([e.binding, e.namespace]));
-      if (cmd.records.includes(e.name)) found.add(e.name);
-      if (!selects(e.name, cmd)) continue;
-      selected++;
-      total += e.size;
-      const key = pathKey(e);
-      const other = seen.get(key);
-      if (other === undefined) seen.set(key, e.seq);
-      else collision ??= { first: other, second: e };
-    }
-  seen.clear();
-  for (const name of cmd.records) {
-    if (!found.has(name)) {
-      throw new RecoverError('ERR_RECOVER_NOT_FOUND', `${runLabel}: no record named ${quoteName(name)}`, {
-        object: name,
-      });
-    }
-  }
-  if (selected === 0 && (cmd.include.length > 0 || cmd.exclude.length > 0)) {
-    throw new RecoverError('ERR_RECOVER_NOT_FOUND', `${runLabel}: no record matches --include/--exclude`);
-  }
-  const multiSource = sources.size > 1;
+  const survey = await surveyRecords(windows(), cmd);
+  refuseUnselected(cmd, runLabel, (name) => survey.found.has(name), survey.selected);
+  const { multiSource, collision } = survey;
   const target = await ExtractTarget.open(cmd.to, { force: cmd.force });
   if (collision !== null) {
-    const { first, second } = collision;
     let other = '';
-    for await (const w of windows()) other = w.find((e) => e.seq === first)?.name ?? other;
-    throw new RecoverError(
-      'ERR_RECOVER_EXISTS',
-      `${runLabel}: records ${quoteName(other)} and ${quoteName(second.name)} both map to ${target.pathOf(entrySegments(second, multiSource))}; extract them separately with --record`,
-      { object: second.name },
-    );
+    for await (const w of windows()) other = w.find((e) => e.seq === collision.first)?.name ?? other;
+    const path = target.pathOf(entrySegments(collision.second, multiSource));
+    throw collisionError(runLabel, other, collision.second.name, path);
   }
   // Nothing can be in the way in an empty target (the usual recovery, into a new directory):
   // the pass of checks is skipped. One that fills up meanwhile is still refused name by name by
@@ -317,29 +258,105 @@ async function extractInPasses(
     onWritten: (entry) => {
       done += entry.size;
       writes++;
-      progress.update(done, total, `${writes}/${selected} records`);
+      progress.update(done, survey.bytes, `${writes}/${survey.selected} records`);
     },
   });
   progress.done();
-  const doc = run.manifest.document;
+  reportExtracted(report, run, target, {
+    runLabel,
+    multiSource,
+    records: survey.selected,
+    of: survey.count,
+    bytes: survey.bytes,
+    written: new RawJsonList(written),
+  });
+  return EXIT.OK;
+}
+
+/**
+ * extractInPasses' first pass: what must be known of every record before anything is written
+ * (the --record names found, whether records come from several sources, the first two selected
+ * records that map to one path), with the counts; reading to the end judges the index whole.
+ */
+async function surveyRecords(windows: AsyncIterable<readonly IndexEntry[]>, cmd: ExtractCommand) {
+  const found = new Set<string>();
+  const sources = new Set<string>();
+  const seen = new Map<string, number>();
+  let collision: { first: number; second: IndexEntry } | null = null;
+  let count = 0;
+  let selected = 0;
+  let bytes = 0;
+  for await (const w of windows)
+    for (const e of w) {
+      count++;
+      sources.add(JSON.stringify([e.binding, e.namespace]));
+      if (cmd.records.includes(e.name)) found.add(e.name);
+      if (!selects(e.name, cmd)) continue;
+      selected++;
+      bytes += e.size;
+      const key = pathKey(e);
+      const other = seen.get(key);
+      if (other === undefined) seen.set(key, e.seq);
+      else collision ??= { first: other, second: e };
+    }
+  return { found, multiSource: sources.size > 1, collision, count, selected, bytes };
+}
+
+/** ERR_RECOVER_NOT_FOUND for a --record no record has, or a selection matching nothing. */
+function refuseUnselected(
+  cmd: ExtractCommand,
+  runLabel: string,
+  exists: (name: string) => boolean,
+  selected: number,
+): void {
+  for (const name of cmd.records) {
+    if (!exists(name)) {
+      throw new RecoverError('ERR_RECOVER_NOT_FOUND', `${runLabel}: no record named ${quoteName(name)}`, {
+        object: name,
+      });
+    }
+  }
+  if (selected === 0 && (cmd.include.length > 0 || cmd.exclude.length > 0)) {
+    throw new RecoverError('ERR_RECOVER_NOT_FOUND', `${runLabel}: no record matches --include/--exclude`);
+  }
+}
+
+/** ERR_RECOVER_EXISTS for two records (`first`, `second`) mapping to one `path`. */
+function collisionError(runLabel: string, first: string, second: string, path: string): RecoverError {
+  return new RecoverError(
+    'ERR_RECOVER_EXISTS',
+    `${runLabel}: records ${quoteName(first)} and ${quoteName(second)} both map to ${path}; extract them separately with --record`,
+    { object: second },
+  );
+}
+
+/** The extract's result: `records` of `of` written, `bytes` in all, each listed in `written` (--json). */
+function reportExtracted(
+  report: Reporter,
+  run: OpenedRun,
+  target: ExtractTarget,
+  r: { runLabel: string; multiSource: boolean; records: number; of: number; bytes: number; written: unknown },
+): void {
+  const { job, runId } = run.manifest.document;
   report.result(
     {
-      job: doc.job,
-      runId: doc.runId,
+      job,
+      runId,
       signer: run.manifest.signer,
       signerPinned: run.manifest.signerPinned,
       to: target.root,
-      layout: multiSource ? 'binding/namespace/name' : 'name',
-      records: selected,
-      bytes: total,
-      written: new RawJsonList(written),
+      layout: r.multiSource ? 'binding/namespace/name' : 'name',
+      records: r.records,
+      bytes: r.bytes,
+      written: r.written,
     },
     [
-      `${runLabel} (job ${doc.job}): extracted ${selected} of ${count} records, ${size(total)}, to ${target.root}`,
-      ...(multiSource ? ['  records come from several sources: paths are <binding>/<namespace>/<name>'] : []),
+      `${r.runLabel} (job ${job}): extracted ${r.records} of ${r.of} records, ${size(r.bytes)}, to ${target.root}`,
+      ...(r.multiSource
+        ? ['  records come from several sources: paths are <binding>/<namespace>/<name>']
+        : []),
     ],
   );
-  return EXIT.OK;
 }
 
 /**
